@@ -1,0 +1,44 @@
+package v1alpha1
+
+// Labels on every Job and ProwJob the controller creates (a contract: outside tools select on them).
+const (
+	// LabelStream names the ReleaseStream the job belongs to.
+	LabelStream = "release-controller.dev/stream"
+	// LabelPayload holds the payload's release tag, which is also the payload's name.
+	LabelPayload = "release-controller.dev/payload"
+	// LabelJobType is JobTypeCreation or JobTypeVerification.
+	LabelJobType = "release-controller.dev/job-type"
+	// LabelVerify names the verification a verification job runs.
+	LabelVerify = "release-controller.dev/verify"
+	// LabelPayloadNamespace names the payload's namespace when the job lives in another one
+	// (ProwJobs are created in Prow's namespace). Absent means the job's own namespace.
+	LabelPayloadNamespace = "release-controller.dev/payload-namespace"
+)
+
+// Values of LabelJobType.
+const (
+	JobTypeCreation     = "creation"
+	JobTypeVerification = "verification"
+)
+
+// Annotations on verification jobs that describe one run.
+const (
+	// AnnotationAttempt is the run's number within its verification, starting at 1:
+	// the retry attempt, or the index of an aggregated run.
+	AnnotationAttempt = "release-controller.dev/attempt"
+	// AnnotationUpgradeFrom is the release tag an upgrade run starts from.
+	AnnotationUpgradeFrom = "release-controller.dev/upgrade-from"
+	// AnnotationURL links to the run's results, for backends that do not report one themselves.
+	AnnotationURL = "release-controller.dev/url"
+)
+
+// AnnotationKeep on a ReleasePayload stops garbage collection from ever deleting it.
+const AnnotationKeep = "release-controller.dev/keep"
+
+// Environment given to every verification job (a contract).
+const (
+	EnvReleaseImageLatest  = "RELEASE_IMAGE_LATEST"
+	EnvReleaseTag          = "RELEASE_TAG"
+	EnvReleaseStream       = "RELEASE_STREAM"
+	EnvReleaseImageInitial = "RELEASE_IMAGE_INITIAL"
+)

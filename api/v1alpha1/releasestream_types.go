@@ -1,0 +1,191 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ComponentSource is one image of the product, followed by tag or pinned by digest.
+type ComponentSource struct {
+	// Name identifies the component inside the payload (its image-references entry).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="component name must be lowercase letters, digits and '-', starting and ending with a letter or digit"
+	Name string `json:"name"`
+
+	// Image is the pull spec to follow: repository:tag, or repository@sha256:digest to pin.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$')",message="image must be a pull spec with a tag or a sha256 digest, e.g. registry.example.com/product/api:latest"
+	Image string `json:"image"`
+}
+
+// Retention says which payloads, jobs and images garbage collection removes.
+type Retention struct {
+	// KeepAccepted is how many of the newest accepted payloads are always kept.
+	// Rejected and failed payloads older than the oldest kept accepted one are deleted.
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	KeepAccepted int32 `json:"keepAccepted,omitempty"`
+
+	// AcceptedMaxAge expires accepted payloads beyond the newest keepAccepted once they are older than this.
+	// +optional
+	AcceptedMaxAge *metav1.Duration `json:"acceptedMaxAge,omitempty"`
+
+	// CompletedJobTTL is how long finished jobs are kept before they are deleted.
+	// +optional
+	CompletedJobTTL *metav1.Duration `json:"completedJobTTL,omitempty"`
+
+	// DeleteImages also deletes the registry tags of collected payloads.
+	// +optional
+	DeleteImages bool `json:"deleteImages,omitempty"`
+}
+
+// ReleaseStreamSpec is a source of component images and the rules that turn it into releases.
+type ReleaseStreamSpec struct {
+	// Components are the images that make up the product.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=1000
+	Components []ComponentSource `json:"components"`
+
+	// TagPrefix starts every release tag: <tagPrefix>-<UTC YYYY-MM-DD-HHMMSS>. It is a semantic
+	// version, lowercase, without build metadata, e.g. 4.15.0-0.nightly, and at most 45
+	// characters so that tags fit in a label value.
+	// +kubebuilder:validation:MinLength=5
+	// +kubebuilder:validation:MaxLength=45
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)(-(0|[1-9][0-9]*|[0-9]*[a-z-][0-9a-z-]*)([.](0|[1-9][0-9]*|[0-9]*[a-z-][0-9a-z-]*))*)?$')",message="tagPrefix must be a lowercase semantic version without build metadata, e.g. 4.15.0 or 4.15.0-0.nightly"
+	TagPrefix string `json:"tagPrefix"`
+
+	// PayloadRepository receives the payload images, tagged with their release tags.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$')",message="payloadRepository must be a repository without tag or digest, e.g. registry.example.com/product/release"
+	PayloadRepository string `json:"payloadRepository"`
+
+	// MirrorRepository, when set, receives a copy of every component image before the payload
+	// is built, so pruning the source cannot break a payload.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$')",message="mirrorRepository must be a repository without tag or digest"
+	MirrorRepository string `json:"mirrorRepository,omitempty"`
+
+	// Verification lists the tests every payload of this stream runs.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Verification []Verification `json:"verification,omitempty"`
+
+	// MaxUnreadyReleases is how many payloads may be pending verification at once; no new
+	// payload is created while that many are neither accepted, rejected nor failed.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	MaxUnreadyReleases int32 `json:"maxUnreadyReleases,omitempty"`
+
+	// MinCreationInterval is the least time between two payloads of this stream.
+	// +optional
+	MinCreationInterval *metav1.Duration `json:"minCreationInterval,omitempty"`
+
+	// PublishTags are floating tags in the payload repository (e.g. latest, 4.15) that are
+	// moved to every newly accepted payload.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$')",message="publish tags must be valid image tags"
+	// +optional
+	PublishTags []string `json:"publishTags,omitempty"`
+
+	// Retention says what garbage collection keeps.
+	// +optional
+	Retention Retention `json:"retention,omitempty"`
+}
+
+// ComponentStatus is what the import found for one component.
+type ComponentStatus struct {
+	// Name of the component.
+	Name string `json:"name"`
+	// Image is the component pinned by digest, when it resolved.
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Error says why the component did not resolve.
+	// +optional
+	Error string `json:"error,omitempty"`
+	// LastResolved is when the component last resolved.
+	// +optional
+	LastResolved *metav1.Time `json:"lastResolved,omitempty"`
+}
+
+// PayloadCounts counts a stream's payloads by phase.
+type PayloadCounts struct {
+	Pending  int32 `json:"pending"`
+	Ready    int32 `json:"ready"`
+	Accepted int32 `json:"accepted"`
+	Rejected int32 `json:"rejected"`
+	Failed   int32 `json:"failed"`
+}
+
+// ReleaseStreamStatus is what the stream controller observed and did.
+type ReleaseStreamStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions of the stream.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Components are the resolved components.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Components []ComponentStatus `json:"components,omitempty"`
+
+	// ComponentsHash identifies the resolved component set; a new payload is created when it changes.
+	// +optional
+	ComponentsHash string `json:"componentsHash,omitempty"`
+
+	// LatestPayload is the tag of the newest payload.
+	// +optional
+	LatestPayload string `json:"latestPayload,omitempty"`
+
+	// LatestAccepted is the tag of the newest accepted payload.
+	// +optional
+	LatestAccepted string `json:"latestAccepted,omitempty"`
+
+	// Payloads counts the stream's payloads by phase.
+	// +optional
+	Payloads PayloadCounts `json:"payloads,omitempty"`
+}
+
+// ReleaseStream is a source of component images and the rules that turn it into release payloads.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=rls,categories=release-controller
+// +kubebuilder:printcolumn:name="Prefix",type=string,JSONPath=`.spec.tagPrefix`
+// +kubebuilder:printcolumn:name="Latest",type=string,JSONPath=`.status.latestPayload`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.latestAccepted`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ReleaseStream struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ReleaseStreamSpec   `json:"spec"`
+	Status ReleaseStreamStatus `json:"status,omitempty"`
+}
+
+// ReleaseStreamList is a list of ReleaseStreams.
+//
+// +kubebuilder:object:root=true
+type ReleaseStreamList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ReleaseStream `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ReleaseStream{}, &ReleaseStreamList{})
+}

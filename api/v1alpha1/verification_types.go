@@ -1,0 +1,112 @@
+package v1alpha1
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+
+	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
+)
+
+// VerificationType says whether a verification decides acceptance.
+// +kubebuilder:validation:Enum=Blocking;Informing
+type VerificationType string
+
+const (
+	// Blocking verifications must succeed for a payload to be accepted; one failure rejects it.
+	Blocking VerificationType = "Blocking"
+	// Informing verifications are run and reported but never accept or reject a payload.
+	Informing VerificationType = "Informing"
+)
+
+// UpgradeFrom selects the accepted payload an upgrade verification starts from.
+// Versions are compared as semantic versions.
+// +kubebuilder:validation:Enum=Previous;PreviousMinus1;PreviousMinor;PreviousPatch
+type UpgradeFrom string
+
+const (
+	// UpgradeFromPrevious is the newest accepted payload of the stream older than this one.
+	UpgradeFromPrevious UpgradeFrom = "Previous"
+	// UpgradeFromPreviousMinus1 is the accepted payload before UpgradeFromPrevious.
+	UpgradeFromPreviousMinus1 UpgradeFrom = "PreviousMinus1"
+	// UpgradeFromPreviousMinor is the newest accepted payload of the previous minor version.
+	UpgradeFromPreviousMinor UpgradeFrom = "PreviousMinor"
+	// UpgradeFromPreviousPatch is the newest accepted payload of an earlier patch version of the same minor.
+	UpgradeFromPreviousPatch UpgradeFrom = "PreviousPatch"
+)
+
+// Verification is one test a payload must (blocking) or may (informing) pass.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.job) != has(self.prowJob)",message="exactly one of job or prowJob must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.aggregation) || !has(self.maxRetries) || self.maxRetries == 0",message="maxRetries cannot be combined with aggregation: an aggregated verification judges its runs together"
+type Verification struct {
+	// Name identifies the verification in the payload's status and in the
+	// release-controller.dev/verify label of its jobs.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="name must be lowercase letters, digits and '-', starting and ending with a letter or digit"
+	Name string `json:"name"`
+
+	// Type is Blocking (decides acceptance) or Informing (reported only).
+	// +kubebuilder:default=Blocking
+	// +optional
+	Type VerificationType `json:"type,omitempty"`
+
+	// UpgradeFrom makes this an upgrade verification: it receives the selected earlier
+	// accepted payload as RELEASE_IMAGE_INITIAL.
+	// +optional
+	UpgradeFrom UpgradeFrom `json:"upgradeFrom,omitempty"`
+
+	// MaxRetries is how many times a failed run is retried before the verification fails.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=20
+	// +optional
+	MaxRetries int32 `json:"maxRetries,omitempty"`
+
+	// Aggregation runs the verification several times and judges the runs together.
+	// +optional
+	Aggregation *Aggregation `json:"aggregation,omitempty"`
+
+	// Job runs the verification as a batch/v1 Job.
+	// +optional
+	Job *JobBackend `json:"job,omitempty"`
+
+	// ProwJob runs the verification as a Prow ProwJob.
+	// +optional
+	ProwJob *ProwJobBackend `json:"prowJob,omitempty"`
+}
+
+// Aggregation runs a verification several times; it succeeds when enough runs pass.
+type Aggregation struct {
+	// Runs is how many runs are launched.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	Runs int32 `json:"runs"`
+
+	// PassRatio is the share of runs that must pass, greater than 0 and at most 1.
+	// +kubebuilder:validation:XValidation:rule="self > 0.0 && self <= 1.0",message="passRatio must be greater than 0 and at most 1"
+	PassRatio float64 `json:"passRatio"`
+}
+
+// JobBackend runs a verification as a batch/v1 Job.
+type JobBackend struct {
+	// Template is the Job to create. The controller adds its labels and the RELEASE_*
+	// environment to every container.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Template batchv1.JobTemplateSpec `json:"template"`
+}
+
+// ProwJobBackend runs a verification as a Prow ProwJob.
+type ProwJobBackend struct {
+	// Namespace is where ProwJobs are created (Prow's namespace); default the payload's.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+
+	// Spec is the ProwJob to create.
+	Spec prowv1.ProwJobSpec `json:"spec"`
+}
+
+// IsBlocking reports whether the verification decides acceptance; an empty type means Blocking.
+func (v *Verification) IsBlocking() bool {
+	return v.Type != Informing
+}

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/release-controller/release-controller/internal/manager"
+	"github.com/release-controller/release-controller/internal/payload"
+)
+
+func newControllerCommand() *cobra.Command {
+	var (
+		kubeconfig string
+		opts       = manager.Options{JobEventDelay: payload.DefaultJobEventDelay}
+		zapOpts    = zap.Options{}
+	)
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run every controller against a cluster",
+		Long: `Run every controller against the cluster of --kubeconfig, or the in-cluster
+configuration when run in a pod. Replicas elect a leader; only the leader reconciles.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			if opts.LeaderElection && opts.LeaderElectionNamespace == "" && !inCluster() {
+				opts.LeaderElectionNamespace = "default"
+			}
+			ctx := ctrl.SetupSignalHandler()
+			mgr, err := manager.New(cfg, opts)
+			if err != nil {
+				return err
+			}
+			if err := manager.AddControllers(ctx, mgr, opts); err != nil {
+				return err
+			}
+			return mgr.Start(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: in-cluster configuration, then $KUBECONFIG")
+	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":9090", "address of the Prometheus metrics endpoint; 0 disables it")
+	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":9091", "address of /healthz and /readyz; 0 disables them")
+	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so that only one replica reconciles")
+	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease; default: the pod's namespace, or \"default\" outside a cluster")
+	f.StringVar(&opts.Namespace, "namespace", "", "only watch this namespace; default: all namespaces")
+	f.DurationVar(&opts.JobEventDelay, "job-event-delay", opts.JobEventDelay, "wait this long after a job changes before updating its payload, so jobs finishing together are written at once")
+	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
+	zapOpts.BindFlags(logFlags)
+	f.AddGoFlagSet(logFlags)
+	return cmd
+}
+
+// restConfig loads --kubeconfig when given, else $KUBECONFIG, the in-cluster configuration
+// or ~/.kube/config, in that order.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	return cfg, nil
+}
+
+// inCluster reports whether the process runs in a pod, where the lease goes to the pod's namespace.
+func inCluster() bool {
+	_, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	return err == nil
+}

@@ -1,0 +1,180 @@
+package payload
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+// IndexPayloadKey indexes Jobs and ProwJobs by the PayloadKey of the payload they belong to.
+const IndexPayloadKey = "release-controller.dev/payload-key"
+
+// DefaultJobEventDelay is how long job events wait before the payload is reconciled, so that
+// the results of jobs finishing together are written in one status update.
+const DefaultJobEventDelay = 200 * time.Millisecond
+
+// Reconciler keeps a ReleasePayload's status in step with its creation and verification jobs.
+type Reconciler struct {
+	client.Client
+	Clock clock.PassiveClock
+	// WatchProwJobs is set when the cluster serves prow.k8s.io/v1 ProwJobs.
+	WatchProwJobs bool
+	// JobEventDelay batches job events; zero uses DefaultJobEventDelay.
+	JobEventDelay time.Duration
+}
+
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=get;list;watch
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=prow.k8s.io,resources=prowjobs,verbs=get;list;watch
+
+// Reconcile reads the payload and its jobs from the cache, computes the status and writes it
+// once, only when it changed.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var payload v1alpha1.ReleasePayload
+	if err := r.Get(ctx, req.NamespacedName, &payload); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	obs, err := r.observe(ctx, &payload)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	status := ComputeStatus(&payload, obs, metav1.NewTime(r.Clock.Now()))
+	if equality.Semantic.DeepEqual(status, payload.Status) {
+		return ctrl.Result{}, nil
+	}
+	// The optimistic lock makes a write based on a stale cache fail and retry, so a run
+	// recorded by an earlier write is never dropped.
+	patch := client.MergeFromWithOptions(payload.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	payload.Status = status
+	if err := r.Status().Patch(ctx, &payload, patch); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("writing status of payload %s: %w", req, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// observe lists the payload's jobs from the cache through the payload-key index.
+func (r *Reconciler) observe(ctx context.Context, payload *v1alpha1.ReleasePayload) (Observations, error) {
+	key := client.MatchingFields{IndexPayloadKey: PayloadKey(payload.Namespace, payload.Name)}
+	var obs Observations
+	var jobs batchv1.JobList
+	if err := r.List(ctx, &jobs, key); err != nil {
+		return obs, fmt.Errorf("listing jobs of payload %s/%s: %w", payload.Namespace, payload.Name, err)
+	}
+	for i := range jobs.Items {
+		job := &jobs.Items[i]
+		switch job.Labels[v1alpha1.LabelJobType] {
+		case v1alpha1.JobTypeCreation:
+			obs.CreationJobs = append(obs.CreationJobs, *job)
+		case v1alpha1.JobTypeVerification:
+			if run, ok := ObserveJob(job); ok {
+				obs.Runs = append(obs.Runs, run)
+			}
+		}
+	}
+	if !r.WatchProwJobs {
+		return obs, nil
+	}
+	var prowJobs prowv1.ProwJobList
+	if err := r.List(ctx, &prowJobs, key); err != nil {
+		return obs, fmt.Errorf("listing prowjobs of payload %s/%s: %w", payload.Namespace, payload.Name, err)
+	}
+	for i := range prowJobs.Items {
+		if run, ok := ObserveProwJob(&prowJobs.Items[i]); ok {
+			obs.Runs = append(obs.Runs, run)
+		}
+	}
+	return obs, nil
+}
+
+// SetupWithManager registers the indexes and the controller.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.JobEventDelay == 0 {
+		r.JobEventDelay = DefaultJobEventDelay
+	}
+	indexer := mgr.GetFieldIndexer()
+	indexPayloadKey := func(obj client.Object) []string {
+		if key := PayloadKeyOfJob(obj); key != "" {
+			return []string{key}
+		}
+		return nil
+	}
+	if err := indexer.IndexField(ctx, &batchv1.Job{}, IndexPayloadKey, indexPayloadKey); err != nil {
+		return fmt.Errorf("indexing jobs: %w", err)
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("releasepayload").
+		For(&v1alpha1.ReleasePayload{}, builder.WithPredicates(ignoreStatusOnlyUpdates{})).
+		Watches(&batchv1.Job{}, r.jobEvents())
+	if r.WatchProwJobs {
+		if err := indexer.IndexField(ctx, &prowv1.ProwJob{}, IndexPayloadKey, indexPayloadKey); err != nil {
+			return fmt.Errorf("indexing prowjobs: %w", err)
+		}
+		b = b.Watches(&prowv1.ProwJob{}, r.jobEvents())
+	}
+	return b.Complete(r)
+}
+
+// jobEvents enqueues a job's payload after JobEventDelay. The queue keeps the earliest ready
+// time of an item, so jobs that change within the delay are handled by one reconcile.
+func (r *Reconciler) jobEvents() handler.EventHandler {
+	enqueue := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		key := PayloadKeyOfJob(obj)
+		if key == "" {
+			return
+		}
+		namespace, name, _ := strings.Cut(key, "/")
+		q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}, r.JobEventDelay)
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+	}
+}
+
+// ignoreStatusOnlyUpdates drops payload updates that changed only the status (our own writes):
+// the status is recomputed from the jobs, so such an update has nothing new to react to.
+type ignoreStatusOnlyUpdates struct{}
+
+func (ignoreStatusOnlyUpdates) Create(event.CreateEvent) bool   { return true }
+func (ignoreStatusOnlyUpdates) Delete(event.DeleteEvent) bool   { return false }
+func (ignoreStatusOnlyUpdates) Generic(event.GenericEvent) bool { return true }
+func (ignoreStatusOnlyUpdates) Update(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+		!equality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+		!equality.Semantic.DeepEqual(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
+}

@@ -1,0 +1,195 @@
+package payload
+
+import (
+	"fmt"
+	"strconv"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+// Observations are the objects a payload's status is computed from, read from the cache.
+type Observations struct {
+	// CreationJobs are the batch/v1 Jobs labelled as the payload's creation job.
+	CreationJobs []batchv1.Job
+	// Runs are the verification runs found for the payload, one per Job or ProwJob.
+	Runs []ObservedRun
+}
+
+// ObservedRun is one verification run as its object shows it now.
+type ObservedRun struct {
+	// Verification is the value of the run's release-controller.dev/verify label.
+	Verification string
+	Run          v1alpha1.JobRun
+}
+
+// PayloadKey identifies a payload across namespaces: "<namespace>/<tag>". Jobs are indexed by it.
+func PayloadKey(namespace, tag string) string {
+	return namespace + "/" + tag
+}
+
+// PayloadKeyOfJob returns the key of the payload a job object belongs to, from its labels,
+// or "" when the object is not one of the controller's jobs.
+func PayloadKeyOfJob(obj metav1.Object) string {
+	labels := obj.GetLabels()
+	tag := labels[v1alpha1.LabelPayload]
+	if tag == "" || labels[v1alpha1.LabelJobType] == "" {
+		return ""
+	}
+	namespace := labels[v1alpha1.LabelPayloadNamespace]
+	if namespace == "" {
+		namespace = obj.GetNamespace()
+	}
+	return PayloadKey(namespace, tag)
+}
+
+// ObserveJob turns a verification Job into a run; ok is false for jobs that are not verification runs.
+func ObserveJob(job *batchv1.Job) (ObservedRun, bool) {
+	verification, ok := verificationOf(job)
+	if !ok {
+		return ObservedRun{}, false
+	}
+	state, message, completed := jobOutcome(job)
+	run := v1alpha1.JobRun{
+		Kind:           v1alpha1.RunKindJob,
+		Namespace:      job.Namespace,
+		Name:           job.Name,
+		Attempt:        attemptOf(job),
+		State:          state,
+		UpgradeFrom:    job.Annotations[v1alpha1.AnnotationUpgradeFrom],
+		URL:            job.Annotations[v1alpha1.AnnotationURL],
+		Message:        message,
+		StartTime:      job.Status.StartTime,
+		CompletionTime: completed,
+	}
+	return ObservedRun{Verification: verification, Run: run}, true
+}
+
+// ObserveProwJob turns a verification ProwJob into a run; ok is false for other ProwJobs.
+func ObserveProwJob(pj *prowv1.ProwJob) (ObservedRun, bool) {
+	verification, ok := verificationOf(pj)
+	if !ok {
+		return ObservedRun{}, false
+	}
+	var start *metav1.Time
+	if !pj.Status.StartTime.IsZero() {
+		start = &pj.Status.StartTime
+	}
+	url := pj.Status.URL
+	if url == "" {
+		url = pj.Annotations[v1alpha1.AnnotationURL]
+	}
+	run := v1alpha1.JobRun{
+		Kind:           v1alpha1.RunKindProwJob,
+		Namespace:      pj.Namespace,
+		Name:           pj.Name,
+		Attempt:        attemptOf(pj),
+		State:          prowJobState(pj.Status.State),
+		UpgradeFrom:    pj.Annotations[v1alpha1.AnnotationUpgradeFrom],
+		URL:            url,
+		Message:        pj.Status.Description,
+		StartTime:      start,
+		CompletionTime: pj.Status.CompletionTime,
+	}
+	return ObservedRun{Verification: verification, Run: run}, true
+}
+
+func verificationOf(obj metav1.Object) (string, bool) {
+	labels := obj.GetLabels()
+	name := labels[v1alpha1.LabelVerify]
+	return name, labels[v1alpha1.LabelJobType] == v1alpha1.JobTypeVerification && name != ""
+}
+
+// attemptOf reads the run number; a missing or malformed annotation counts as the first attempt.
+func attemptOf(obj metav1.Object) int32 {
+	n, err := strconv.ParseInt(obj.GetAnnotations()[v1alpha1.AnnotationAttempt], 10, 32)
+	if err != nil || n < 1 {
+		return 1
+	}
+	return int32(n)
+}
+
+func prowJobState(s prowv1.ProwJobState) v1alpha1.JobState {
+	switch s {
+	case prowv1.SuccessState:
+		return v1alpha1.JobSuccess
+	case prowv1.FailureState, prowv1.AbortedState, prowv1.ErrorState:
+		return v1alpha1.JobFailure
+	}
+	return v1alpha1.JobPending
+}
+
+// jobOutcome reads a Job's terminal condition, as the Kubernetes job controller sets it.
+// Interim conditions (SuccessCriteriaMet, FailureTarget) still count as running: the job
+// controller has not finished with the pods yet.
+func jobOutcome(job *batchv1.Job) (state v1alpha1.JobState, message string, completed *metav1.Time) {
+	for i := range job.Status.Conditions {
+		c := &job.Status.Conditions[i]
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			completed = job.Status.CompletionTime
+			if completed == nil {
+				completed = &c.LastTransitionTime
+			}
+			return v1alpha1.JobSuccess, conditionMessage(c), completed
+		case batchv1.JobFailed:
+			return v1alpha1.JobFailure, conditionMessage(c), &c.LastTransitionTime
+		}
+	}
+	return v1alpha1.JobPending, "", nil
+}
+
+func conditionMessage(c *batchv1.JobCondition) string {
+	switch {
+	case c.Reason != "" && c.Message != "":
+		return fmt.Sprintf("%s: %s", c.Reason, c.Message)
+	case c.Message != "":
+		return c.Message
+	}
+	return c.Reason
+}
+
+// CreationResult reads the outcome of the newest creation job; with none, the result is Unknown.
+func CreationResult(jobs []batchv1.Job) v1alpha1.ReleaseCreationJobResult {
+	if len(jobs) == 0 {
+		return v1alpha1.ReleaseCreationJobResult{
+			Status:  v1alpha1.CreationJobUnknown,
+			Message: "no creation job found",
+		}
+	}
+	newest := &jobs[0]
+	for i := range jobs[1:] {
+		j := &jobs[i+1]
+		if newest.CreationTimestamp.Before(&j.CreationTimestamp) ||
+			(newest.CreationTimestamp.Equal(&j.CreationTimestamp) && j.Name > newest.Name) {
+			newest = j
+		}
+	}
+	result := v1alpha1.ReleaseCreationJobResult{Namespace: newest.Namespace, Name: newest.Name}
+	state, message, _ := jobOutcome(newest)
+	switch state {
+	case v1alpha1.JobSuccess:
+		result.Status = v1alpha1.CreationJobSuccess
+		result.Message = message
+		if result.Message == "" {
+			result.Message = "the payload image was built"
+		}
+	case v1alpha1.JobFailure:
+		result.Status = v1alpha1.CreationJobFailed
+		result.Message = message
+		if result.Message == "" {
+			result.Message = "the creation job failed"
+		}
+	default:
+		result.Status = v1alpha1.CreationJobUnknown
+		result.Message = fmt.Sprintf("creation job %s is running", newest.Name)
+	}
+	return result
+}

@@ -1,0 +1,309 @@
+// Package payload holds the ReleasePayload controller: it collects the results of a payload's
+// creation and verification jobs and decides its conditions and phase.
+//
+// Every decision is a pure function of the payload and the observed job objects (this file);
+// the reconciler only reads the cache, calls ComputeStatus and writes the status once.
+package payload
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+// ComputeStatus returns the payload's status as the observations show it. It does not modify
+// the payload. Condition transition times are now only for conditions whose status changes,
+// so computing twice from the same inputs gives the same status.
+func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time) v1alpha1.ReleasePayloadStatus {
+	status := *p.Status.DeepCopy()
+	status.ReleaseCreationJobResult = CreationResult(obs.CreationJobs)
+	status.Verifications = SeedVerifications(p.Spec.PayloadVerificationConfig.Verifications, status.Verifications)
+	status.Verifications = MergeRuns(status.Verifications, obs.Runs)
+	for i := range status.Verifications {
+		v := &status.Verifications[i]
+		v.State, v.Message = VerificationState(verificationSpec(p, v.Name), v.Runs)
+	}
+	for _, c := range ComputeConditions(p.Spec.PayloadOverride, status.ReleaseCreationJobResult, status.Verifications) {
+		c.ObservedGeneration = p.Generation
+		c.LastTransitionTime = now
+		meta.SetStatusCondition(&status.Conditions, c)
+	}
+	status.Phase = Phase(status.Conditions)
+	return status
+}
+
+func verificationSpec(p *v1alpha1.ReleasePayload, name string) v1alpha1.Verification {
+	for _, v := range p.Spec.PayloadVerificationConfig.Verifications {
+		if v.Name == name {
+			return v
+		}
+	}
+	return v1alpha1.Verification{Name: name}
+}
+
+// SeedVerifications returns one status entry per configured verification, in configuration
+// order, keeping the runs already recorded for each.
+func SeedVerifications(config []v1alpha1.Verification, existing []v1alpha1.VerificationStatus) []v1alpha1.VerificationStatus {
+	if len(config) == 0 {
+		return nil
+	}
+	seeded := make([]v1alpha1.VerificationStatus, 0, len(config))
+	for _, v := range config {
+		entry := v1alpha1.VerificationStatus{Name: v.Name, State: v1alpha1.JobPending}
+		if i := slices.IndexFunc(existing, func(s v1alpha1.VerificationStatus) bool { return s.Name == v.Name }); i >= 0 {
+			entry = *existing[i].DeepCopy()
+		}
+		entry.Type = v1alpha1.Blocking
+		if !v.IsBlocking() {
+			entry.Type = v1alpha1.Informing
+		}
+		entry.UpgradeFrom = v.UpgradeFrom
+		seeded = append(seeded, entry)
+	}
+	return seeded
+}
+
+// MergeRuns records the observed runs in their verifications' entries. Terminal runs are left
+// as they are; a recorded run that is not terminal and whose object is gone becomes Unknown.
+// Runs of verifications the payload does not have are ignored.
+func MergeRuns(verifications []v1alpha1.VerificationStatus, observed []ObservedRun) []v1alpha1.VerificationStatus {
+	byVerification := map[string][]v1alpha1.JobRun{}
+	for _, o := range observed {
+		byVerification[o.Verification] = append(byVerification[o.Verification], o.Run)
+	}
+	for i := range verifications {
+		v := &verifications[i]
+		v.Runs = mergeVerificationRuns(v.Runs, byVerification[v.Name])
+	}
+	return verifications
+}
+
+func mergeVerificationRuns(recorded, observed []v1alpha1.JobRun) []v1alpha1.JobRun {
+	type key struct {
+		kind            v1alpha1.RunKind
+		namespace, name string
+	}
+	keyOf := func(r v1alpha1.JobRun) key { return key{r.Kind, r.Namespace, r.Name} }
+	seen := make(map[key]v1alpha1.JobRun, len(observed))
+	for _, r := range observed {
+		seen[keyOf(r)] = r
+	}
+	merged := make([]v1alpha1.JobRun, 0, max(len(recorded), len(observed)))
+	for _, r := range recorded {
+		k := keyOf(r)
+		now, exists := seen[k]
+		delete(seen, k)
+		switch {
+		case r.State.IsTerminal():
+			merged = append(merged, r)
+		case exists:
+			merged = append(merged, now)
+		default:
+			r.State = v1alpha1.JobUnknown
+			r.Message = fmt.Sprintf("the %s was deleted before it finished", r.Kind)
+			merged = append(merged, r)
+		}
+	}
+	for _, r := range observed {
+		if _, fresh := seen[keyOf(r)]; fresh {
+			merged = append(merged, r)
+		}
+	}
+	slices.SortStableFunc(merged, func(a, b v1alpha1.JobRun) int {
+		return cmp.Or(cmp.Compare(a.Attempt, b.Attempt), cmp.Compare(a.Name, b.Name))
+	})
+	if len(merged) == 0 {
+		return nil
+	}
+	return merged
+}
+
+// VerificationState judges a verification by its runs, with a message that explains it.
+func VerificationState(v v1alpha1.Verification, runs []v1alpha1.JobRun) (v1alpha1.JobState, string) {
+	if v.Aggregation != nil {
+		return aggregatedState(*v.Aggregation, runs)
+	}
+	attempts := v.MaxRetries + 1
+	var failed, unknown, running int32
+	for _, r := range runs {
+		switch r.State {
+		case v1alpha1.JobSuccess:
+			if len(runs) == 1 {
+				return v1alpha1.JobSuccess, "passed"
+			}
+			return v1alpha1.JobSuccess, fmt.Sprintf("passed on attempt %d", r.Attempt)
+		case v1alpha1.JobFailure:
+			failed++
+		case v1alpha1.JobUnknown:
+			unknown++
+		default:
+			running++
+		}
+	}
+	ended := failed + unknown
+	switch {
+	case ended >= attempts && failed == 0:
+		return v1alpha1.JobUnknown, fmt.Sprintf("the results of all %d attempts were lost: their objects were deleted before they finished", ended)
+	case ended >= attempts:
+		return v1alpha1.JobFailure, fmt.Sprintf("failed %d of %d attempts", ended, attempts)
+	case len(runs) == 0:
+		return v1alpha1.JobPending, "not started"
+	case ended == 0:
+		return v1alpha1.JobPending, "running"
+	case running > 0:
+		return v1alpha1.JobPending, fmt.Sprintf("%d of %d attempts failed; retry running", ended, attempts)
+	}
+	return v1alpha1.JobPending, fmt.Sprintf("%d of %d attempts failed; retry pending", ended, attempts)
+}
+
+// RequiredPasses is how many of an aggregated verification's runs must pass.
+func RequiredPasses(a v1alpha1.Aggregation) int32 {
+	// The small epsilon keeps e.g. 0.7*10 from rounding up to 8.
+	return max(1, int32(math.Ceil(a.PassRatio*float64(a.Runs)-1e-9)))
+}
+
+func aggregatedState(a v1alpha1.Aggregation, runs []v1alpha1.JobRun) (v1alpha1.JobState, string) {
+	need := RequiredPasses(a)
+	var passed, ended int32
+	for _, r := range runs {
+		if r.Attempt > a.Runs {
+			continue // not one of the configured runs
+		}
+		if r.State == v1alpha1.JobSuccess {
+			passed++
+		}
+		if r.State.IsTerminal() {
+			ended++
+		}
+	}
+	summary := fmt.Sprintf("%d of %d runs passed, %d needed", passed, a.Runs, need)
+	switch {
+	case passed >= need:
+		return v1alpha1.JobSuccess, summary
+	case passed+(a.Runs-ended) < need:
+		return v1alpha1.JobFailure, summary
+	}
+	return v1alpha1.JobPending, fmt.Sprintf("%s; %d of %d runs finished", summary, ended, a.Runs)
+}
+
+// ComputeConditions decides PayloadCreated, PayloadFailed, PayloadAccepted and PayloadRejected.
+//
+// A failed creation job wins over everything, the override included; nothing is accepted or
+// rejected before the creation job succeeded; then the override wins; then any failed blocking
+// job rejects, and all blocking jobs succeeding accepts. Without blocking jobs a payload is
+// accepted once every other job has ended. Accepted and Rejected are never both True.
+func ComputeConditions(override *v1alpha1.PayloadOverride, creation v1alpha1.ReleaseCreationJobResult, verifications []v1alpha1.VerificationStatus) []metav1.Condition {
+	created := metav1.Condition{Type: v1alpha1.ConditionPayloadCreated, Message: creation.Message}
+	failed := metav1.Condition{
+		Type: v1alpha1.ConditionPayloadFailed, Status: metav1.ConditionFalse,
+		Reason: v1alpha1.ReasonCreationJobNotFailed, Message: "the creation job has not failed",
+	}
+	switch creation.Status {
+	case v1alpha1.CreationJobSuccess:
+		created.Status, created.Reason = metav1.ConditionTrue, v1alpha1.ReasonCreationJobSucceeded
+	case v1alpha1.CreationJobFailed:
+		created.Status, created.Reason = metav1.ConditionFalse, v1alpha1.ReasonCreationJobFailed
+		failed.Status, failed.Reason, failed.Message = metav1.ConditionTrue, v1alpha1.ReasonCreationJobFailed, creation.Message
+	default:
+		created.Status, created.Reason = metav1.ConditionUnknown, v1alpha1.ReasonCreationJobPending
+		if creation.Name == "" {
+			created.Reason = v1alpha1.ReasonCreationJobNotFound
+		}
+	}
+
+	accepted := metav1.Condition{Type: v1alpha1.ConditionPayloadAccepted, Status: metav1.ConditionFalse}
+	rejected := metav1.Condition{Type: v1alpha1.ConditionPayloadRejected, Status: metav1.ConditionFalse}
+	verdict := func(acceptedStatus metav1.ConditionStatus, reason, message string) {
+		accepted.Reason, accepted.Message = reason, message
+		rejected.Reason, rejected.Message = reason, message
+		if acceptedStatus == metav1.ConditionTrue {
+			accepted.Status = metav1.ConditionTrue
+		}
+	}
+	switch {
+	case creation.Status == v1alpha1.CreationJobFailed:
+		verdict(metav1.ConditionFalse, v1alpha1.ReasonPayloadFailed, "the payload failed: "+creation.Message)
+	case creation.Status != v1alpha1.CreationJobSuccess:
+		verdict(metav1.ConditionFalse, v1alpha1.ReasonPayloadNotCreated, "waiting for the payload image to be built")
+	case override != nil && override.Override == v1alpha1.OverrideAccepted:
+		verdict(metav1.ConditionTrue, v1alpha1.ReasonManualOverride, "manually accepted: "+override.Reason)
+	case override != nil && override.Override == v1alpha1.OverrideRejected:
+		verdict(metav1.ConditionFalse, v1alpha1.ReasonManualOverride, "manually rejected: "+override.Reason)
+		rejected.Status = metav1.ConditionTrue
+	default:
+		judgeVerifications(verifications, &accepted, &rejected)
+	}
+	return []metav1.Condition{created, failed, accepted, rejected}
+}
+
+// judgeVerifications sets Accepted and Rejected from the verification states.
+func judgeVerifications(verifications []v1alpha1.VerificationStatus, accepted, rejected *metav1.Condition) {
+	var blocking, failedBlocking, pendingBlocking, unknownBlocking, unfinished []string
+	for _, v := range verifications {
+		if v.Type == v1alpha1.Informing {
+			if !v.State.IsTerminal() {
+				unfinished = append(unfinished, v.Name)
+			}
+			continue
+		}
+		blocking = append(blocking, v.Name)
+		switch v.State {
+		case v1alpha1.JobFailure:
+			failedBlocking = append(failedBlocking, v.Name)
+		case v1alpha1.JobUnknown:
+			unknownBlocking = append(unknownBlocking, v.Name)
+		case v1alpha1.JobPending, "":
+			pendingBlocking = append(pendingBlocking, v.Name)
+		}
+	}
+	switch {
+	case len(failedBlocking) > 0:
+		message := "blocking jobs failed: " + strings.Join(failedBlocking, ", ")
+		accepted.Reason, accepted.Message = v1alpha1.ReasonPayloadRejected, message
+		rejected.Status, rejected.Reason, rejected.Message = metav1.ConditionTrue, v1alpha1.ReasonBlockingJobFailed, message
+	case len(blocking) > 0 && len(pendingBlocking) == 0 && len(unknownBlocking) == 0:
+		message := fmt.Sprintf("all %d blocking jobs succeeded", len(blocking))
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, v1alpha1.ReasonBlockingJobsSucceeded, message
+		rejected.Reason, rejected.Message = v1alpha1.ReasonPayloadAccepted, message
+	case len(blocking) == 0 && len(unfinished) == 0:
+		message := "no blocking jobs; every job has ended"
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, v1alpha1.ReasonVerificationsCompleted, message
+		rejected.Reason, rejected.Message = v1alpha1.ReasonPayloadAccepted, message
+	default:
+		var parts []string
+		if len(pendingBlocking) > 0 {
+			parts = append(parts, "waiting for blocking jobs: "+strings.Join(pendingBlocking, ", "))
+		}
+		if len(unknownBlocking) > 0 {
+			parts = append(parts, "blocking jobs with unknown results: "+strings.Join(unknownBlocking, ", "))
+		}
+		if len(blocking) == 0 {
+			parts = append(parts, "no blocking jobs; waiting for: "+strings.Join(unfinished, ", "))
+		}
+		message := strings.Join(parts, "; ")
+		accepted.Reason, accepted.Message = v1alpha1.ReasonBlockingJobsPending, message
+		rejected.Reason, rejected.Message = v1alpha1.ReasonBlockingJobsPending, message
+	}
+}
+
+// Phase derives the phase from the conditions.
+func Phase(conditions []metav1.Condition) v1alpha1.PayloadPhase {
+	switch {
+	case meta.IsStatusConditionTrue(conditions, v1alpha1.ConditionPayloadFailed):
+		return v1alpha1.PhaseFailed
+	case meta.IsStatusConditionTrue(conditions, v1alpha1.ConditionPayloadAccepted):
+		return v1alpha1.PhaseAccepted
+	case meta.IsStatusConditionTrue(conditions, v1alpha1.ConditionPayloadRejected):
+		return v1alpha1.PhaseRejected
+	case meta.IsStatusConditionTrue(conditions, v1alpha1.ConditionPayloadCreated):
+		return v1alpha1.PhaseReady
+	}
+	return v1alpha1.PhasePending
+}
