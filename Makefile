@@ -76,9 +76,9 @@ bench: control-plane ## Run the benchmarks (payload acceptance latency on a real
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/payload/...
 
 .PHONY: control-plane
-control-plane: $(CONTROL_PLANE)/kube-apiserver ## Build kube-apiserver and etcd from Go modules (once).
+control-plane: $(CONTROL_PLANE)/kubectl ## Build kube-apiserver, etcd and kubectl from Go modules (once).
 
-$(CONTROL_PLANE)/kube-apiserver:
+$(CONTROL_PLANE)/kubectl:
 	@KUBE_VERSION=$(KUBE_VERSION) hack/build-control-plane.sh $(CONTROL_PLANE)
 
 $(CONTROLLER_GEN):

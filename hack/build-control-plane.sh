@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and etcd from Go modules into the folder given as $1,
+# Builds kube-apiserver, etcd and kubectl from Go modules into the folder given as $1,
 # which envtest then uses as KUBEBUILDER_ASSETS. Nothing but Go modules is downloaded.
 set -euo pipefail
 
@@ -11,7 +11,7 @@ out=$(cd "$out" && pwd)
 
 step() { printf '==> %s\n' "$*"; }
 
-if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ]; then
+if [ -x "$out/kube-apiserver" ] && [ -x "$out/etcd" ] && [ -x "$out/kubectl" ]; then
   step "control plane already built in $out"
   exit 0
 fi
@@ -32,11 +32,23 @@ fi
 if [ ! -x "$out/kube-apiserver" ]; then
   step "building kube-apiserver $kube_version (k8s.io/kubernetes) into $out/kube-apiserver"
   step "a cold build compiles about 2,000 packages and takes several minutes; progress follows"
-  (cd "$root/hack/tools/kube-apiserver" && go build -v -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver 2>&1 |
-    awk '{ n++; if (n % 100 == 0) { printf "    %d packages compiled (%s)\n", n, $0; fflush() } } END { printf "    %d packages compiled\n", n }')
-  [ -f "$out/kube-apiserver.tmp" ] || { echo "kube-apiserver build failed" >&2; exit 1; }
+  log="$out/kube-apiserver.build.log"
+  if ! (cd "$root/hack/tools/kube-apiserver" && go build -v -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver 2>&1 |
+    tee "$log" | awk '{ n++; if (n % 100 == 0) { printf "    %d packages compiled (%s)\n", n, $0; fflush() } }'); then
+    echo "kube-apiserver build failed; the end of $log:" >&2
+    tail -n 30 "$log" >&2
+    exit 1
+  fi
+  rm -f "$log"
   mv "$out/kube-apiserver.tmp" "$out/kube-apiserver"
   step "kube-apiserver built after $(( $(date +%s) - start ))s"
 fi
+if [ ! -x "$out/kubectl" ]; then
+  step "building kubectl $kube_version into $out/kubectl"
+  (cd "$root/hack/tools/kube-apiserver" && go build -trimpath -ldflags "$ldflags" -o "$out/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl)
+  mv "$out/kubectl.tmp" "$out/kubectl"
+  step "kubectl built after $(( $(date +%s) - start ))s"
+fi
 "$out/kube-apiserver" --version
+"$out/kubectl" version --client | head -n 1
 "$out/etcd" --version | head -n 1

@@ -60,12 +60,14 @@ type ReleaseStreamSpec struct {
 
 	// PayloadRepository receives the payload images, tagged with their release tags.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$')",message="payloadRepository must be a repository without tag or digest, e.g. registry.example.com/product/release"
 	PayloadRepository string `json:"payloadRepository"`
 
 	// MirrorRepository, when set, receives a copy of every component image before the payload
 	// is built, so pruning the source cannot break a payload.
 	// +optional
+	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$')",message="mirrorRepository must be a repository without tag or digest"
 	MirrorRepository string `json:"mirrorRepository,omitempty"`
 
@@ -91,6 +93,7 @@ type ReleaseStreamSpec struct {
 	// moved to every newly accepted payload.
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=128
 	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$')",message="publish tags must be valid image tags"
 	// +optional
 	PublishTags []string `json:"publishTags,omitempty"`

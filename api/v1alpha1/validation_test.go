@@ -1,0 +1,251 @@
+package v1alpha1_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/testenv"
+)
+
+// These tests check admission: the CRDs' OpenAPI and CEL rules, evaluated by a real API server.
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, &env, nil)
+}
+
+const tag = "4.15.0-0.nightly-2026-11-22-093000"
+
+func digest(name string) string {
+	return "registry.example.com/product/" + name + "@sha256:" + fmt.Sprintf("%064x", len(name))
+}
+
+func jobBackend() *v1alpha1.JobBackend {
+	return &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{{Name: "e2e", Image: "registry.example.com/tests:latest"}},
+	}}}}}
+}
+
+func validPayload(ns string) *v1alpha1.ReleasePayload {
+	return &v1alpha1.ReleasePayload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tag},
+		Spec: v1alpha1.ReleasePayloadSpec{
+			PayloadCoordinates:    v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: tag},
+			Components:            []v1alpha1.PinnedComponent{{Name: "api", Image: digest("api")}},
+			PayloadCreationConfig: v1alpha1.PayloadCreationConfig{Repository: "registry.example.com/product/release"},
+			PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{Verifications: []v1alpha1.Verification{
+				{Name: "e2e", Job: jobBackend()},
+			}},
+		},
+	}
+}
+
+func validStream(ns string) *v1alpha1.ReleaseStream {
+	return &v1alpha1.ReleaseStream{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
+		Spec: v1alpha1.ReleaseStreamSpec{
+			TagPrefix:         "4.15.0-0.nightly",
+			PayloadRepository: "registry.example.com/product/release",
+			Components:        []v1alpha1.ComponentSource{{Name: "api", Image: "registry.example.com/product/api:latest"}},
+			Verification:      []v1alpha1.Verification{{Name: "e2e", Job: jobBackend()}},
+		},
+	}
+}
+
+func TestValidObjectsAreAdmittedWithDefaults(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	s := validStream(ns)
+	if err := env.Client.Create(ctx, s); err != nil {
+		t.Fatalf("creating a valid stream: %v", err)
+	}
+	if s.Spec.MaxUnreadyReleases != 1 || s.Spec.Retention.KeepAccepted != 10 || s.Spec.Verification[0].Type != v1alpha1.Blocking {
+		t.Errorf("defaults not applied: maxUnreadyReleases=%d keepAccepted=%d type=%q", s.Spec.MaxUnreadyReleases, s.Spec.Retention.KeepAccepted, s.Spec.Verification[0].Type)
+	}
+	p := validPayload(ns)
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatalf("creating a valid payload: %v", err)
+	}
+	// The override is the one part of the spec that may change.
+	p.Spec.PayloadOverride = &v1alpha1.PayloadOverride{Override: v1alpha1.OverrideAccepted, Reason: "known flake"}
+	if err := env.Client.Update(ctx, p); err != nil {
+		t.Errorf("setting the override: %v", err)
+	}
+}
+
+func TestSamplesAreValid(t *testing.T) {
+	ns := env.Namespace(t)
+	files, err := filepath.Glob("../../config/samples/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no samples found: %v", err)
+	}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var obj client.Object
+		switch {
+		case strings.Contains(string(data), "kind: ReleaseStream"):
+			obj = &v1alpha1.ReleaseStream{}
+		case strings.Contains(string(data), "kind: ReleasePayload"):
+			obj = &v1alpha1.ReleasePayload{}
+		default:
+			t.Fatalf("%s: unknown kind", file)
+		}
+		if err := yaml.UnmarshalStrict(data, obj); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		obj.SetNamespace(ns)
+		if err := env.Client.Create(context.Background(), obj); err != nil {
+			t.Errorf("%s is not admitted: %v", file, err)
+		}
+	}
+}
+
+func TestInvalidPayloadsAreRejected(t *testing.T) {
+	ns := env.Namespace(t)
+	tests := []struct {
+		name   string
+		mutate func(p *v1alpha1.ReleasePayload)
+		want   string
+	}{
+		{"name differs from tag", func(p *v1alpha1.ReleasePayload) { p.Name = "4.15.0-other" },
+			"metadata.name must equal spec.payloadCoordinates.tag"},
+		{"tag is not semver", func(p *v1alpha1.ReleasePayload) { p.Name = "nightly-1"; p.Spec.PayloadCoordinates.Tag = "nightly-1" },
+			"tag must be a lowercase semantic version"},
+		{"no stream", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadCoordinates.Stream = "" },
+			"spec.payloadCoordinates.stream"},
+		{"component not pinned", func(p *v1alpha1.ReleasePayload) { p.Spec.Components[0].Image = "registry.example.com/product/api:latest" },
+			"component image must be pinned by digest"},
+		{"no components", func(p *v1alpha1.ReleasePayload) { p.Spec.Components = nil },
+			"spec.components: Required value"},
+		{"duplicate components", func(p *v1alpha1.ReleasePayload) { p.Spec.Components = append(p.Spec.Components, p.Spec.Components[0]) },
+			"Duplicate value"},
+		{"unknown override", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.PayloadOverride = &v1alpha1.PayloadOverride{Override: "Maybe", Reason: "unsure"}
+		}, `spec.payloadOverride.override: Unsupported value: "Maybe": supported values: "Accepted", "Rejected"`},
+		{"override without reason", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.PayloadOverride = &v1alpha1.PayloadOverride{Override: v1alpha1.OverrideAccepted}
+		}, "spec.payloadOverride.reason"},
+		{"both backends", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.PayloadVerificationConfig.Verifications[0].ProwJob = &v1alpha1.ProwJobBackend{Spec: prowv1.ProwJobSpec{Job: "e2e"}}
+		}, "exactly one of job or prowJob must be set"},
+		{"no backend", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadVerificationConfig.Verifications[0].Job = nil },
+			"exactly one of job or prowJob must be set"},
+		{"negative retries", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadVerificationConfig.Verifications[0].MaxRetries = -1 },
+			"maxRetries: Invalid value: -1: spec.payloadVerificationConfig.verifications[0].maxRetries in body should be greater than or equal to 0"},
+		{"zero aggregated runs", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.PayloadVerificationConfig.Verifications[0].Aggregation = &v1alpha1.Aggregation{Runs: 0, PassRatio: 0.5}
+		}, "runs in body should be greater than or equal to 1"},
+		{"zero pass ratio", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.PayloadVerificationConfig.Verifications[0].Aggregation = &v1alpha1.Aggregation{Runs: 5, PassRatio: 0}
+		}, "passRatio must be greater than 0 and at most 1"},
+		{"pass ratio above 1", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.PayloadVerificationConfig.Verifications[0].Aggregation = &v1alpha1.Aggregation{Runs: 5, PassRatio: 1.5}
+		}, "passRatio must be greater than 0 and at most 1"},
+		{"aggregation with retries", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.PayloadVerificationConfig.Verifications[0].Aggregation = &v1alpha1.Aggregation{Runs: 5, PassRatio: 0.8}
+			p.Spec.PayloadVerificationConfig.Verifications[0].MaxRetries = 2
+		}, "maxRetries cannot be combined with aggregation"},
+		{"unknown upgrade source", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadVerificationConfig.Verifications[0].UpgradeFrom = "Yesterday" },
+			`Unsupported value: "Yesterday": supported values: "Previous", "PreviousMinus1", "PreviousMinor", "PreviousPatch"`},
+		{"unknown verification type", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadVerificationConfig.Verifications[0].Type = "Optional" },
+			`Unsupported value: "Optional": supported values: "Blocking", "Informing"`},
+		{"bad verification name", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadVerificationConfig.Verifications[0].Name = "E2E_AWS" },
+			"name must be lowercase letters, digits and '-'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := validPayload(ns)
+			tt.mutate(p)
+			expectRejected(t, env.Client.Create(context.Background(), p), tt.want)
+		})
+	}
+}
+
+func TestPayloadSpecIsImmutable(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	tests := []struct {
+		name   string
+		mutate func(p *v1alpha1.ReleasePayload)
+		want   string
+	}{
+		{"components", func(p *v1alpha1.ReleasePayload) { p.Spec.Components[0].Image = digest("other") }, "components are immutable"},
+		{"coordinates", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadCoordinates.Stream = "other" }, "payloadCoordinates are immutable"},
+		{"creation config", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadCreationConfig.Repository = "registry.example.com/other" }, "payloadCreationConfig is immutable"},
+		{"verification config", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadVerificationConfig.Verifications[0].MaxRetries = 3 }, "payloadVerificationConfig is immutable"},
+	}
+	p := validPayload(ns)
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			changed := p.DeepCopy()
+			tt.mutate(changed)
+			expectRejected(t, env.Client.Update(ctx, changed), tt.want)
+		})
+	}
+}
+
+func TestInvalidStreamsAreRejected(t *testing.T) {
+	ns := env.Namespace(t)
+	tests := []struct {
+		name   string
+		mutate func(s *v1alpha1.ReleaseStream)
+		want   string
+	}{
+		{"tag prefix is not semver", func(s *v1alpha1.ReleaseStream) { s.Spec.TagPrefix = "4.15" }, "tagPrefix must be a lowercase semantic version"},
+		{"tag prefix with build metadata", func(s *v1alpha1.ReleaseStream) { s.Spec.TagPrefix = "4.15.0+build" }, "tagPrefix must be a lowercase semantic version"},
+		{"tag prefix in capitals", func(s *v1alpha1.ReleaseStream) { s.Spec.TagPrefix = "4.15.0-0.Nightly" }, "tagPrefix must be a lowercase semantic version"},
+		{"tag prefix too long for a label", func(s *v1alpha1.ReleaseStream) { s.Spec.TagPrefix = "4.15.0-" + strings.Repeat("a", 40) },
+			"spec.tagPrefix: Too long: may not be more than 45"},
+		{"component without tag or digest", func(s *v1alpha1.ReleaseStream) { s.Spec.Components[0].Image = "registry.example.com/product/api" },
+			"image must be a pull spec with a tag or a sha256 digest"},
+		{"no components", func(s *v1alpha1.ReleaseStream) { s.Spec.Components = []v1alpha1.ComponentSource{} },
+			"spec.components: Invalid value: 0: spec.components in body should have at least 1 items"},
+		{"payload repository with tag", func(s *v1alpha1.ReleaseStream) { s.Spec.PayloadRepository = "registry.example.com/release:latest" },
+			"payloadRepository must be a repository without tag or digest"},
+		{"invalid publish tag", func(s *v1alpha1.ReleaseStream) { s.Spec.PublishTags = []string{"latest", "not a tag"} },
+			"publish tags must be valid image tags"},
+		{"negative unready releases", func(s *v1alpha1.ReleaseStream) { s.Spec.MaxUnreadyReleases = -1 },
+			"maxUnreadyReleases in body should be greater than or equal to 1"},
+		{"duplicate verification", func(s *v1alpha1.ReleaseStream) { s.Spec.Verification = append(s.Spec.Verification, s.Spec.Verification[0]) },
+			"Duplicate value"},
+		{"bad retention", func(s *v1alpha1.ReleaseStream) { s.Spec.Retention.KeepAccepted = -2 },
+			"keepAccepted in body should be greater than or equal to 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := validStream(ns)
+			tt.mutate(s)
+			expectRejected(t, env.Client.Create(context.Background(), s), tt.want)
+		})
+	}
+}
+
+func expectRejected(t *testing.T, err error, want string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("admitted; want an error containing %q", want)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q\ndoes not contain %q", err, want)
+	}
+}

@@ -1,0 +1,271 @@
+package payload
+
+import (
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobstatus"
+)
+
+func run(attempt int32, state v1alpha1.JobState) v1alpha1.JobRun {
+	return v1alpha1.JobRun{Kind: v1alpha1.RunKindJob, Namespace: "ns", Name: "run-" + string(rune('0'+attempt)), Attempt: attempt, State: state}
+}
+
+func TestVerificationState(t *testing.T) {
+	const (
+		P = v1alpha1.JobPending
+		S = v1alpha1.JobSuccess
+		F = v1alpha1.JobFailure
+		U = v1alpha1.JobUnknown
+	)
+	aggregated := func(runs int32, ratio float64) v1alpha1.Verification {
+		return v1alpha1.Verification{Name: "agg", Aggregation: &v1alpha1.Aggregation{Runs: runs, PassRatio: ratio}}
+	}
+	tests := []struct {
+		name        string
+		v           v1alpha1.Verification
+		runs        []v1alpha1.JobRun
+		want        v1alpha1.JobState
+		wantMessage string
+	}{
+		{"no runs", v1alpha1.Verification{}, nil, P, "not started"},
+		{"running", v1alpha1.Verification{}, []v1alpha1.JobRun{run(1, P)}, P, "running"},
+		{"passed", v1alpha1.Verification{}, []v1alpha1.JobRun{run(1, S)}, S, "passed"},
+		{"failed without retries", v1alpha1.Verification{}, []v1alpha1.JobRun{run(1, F)}, F, "failed 1 of 1 attempts"},
+		{"failed, retry pending", v1alpha1.Verification{MaxRetries: 2}, []v1alpha1.JobRun{run(1, F)}, P, "1 of 3 attempts failed; retry pending"},
+		{"failed, retry running", v1alpha1.Verification{MaxRetries: 2}, []v1alpha1.JobRun{run(1, F), run(2, P)}, P, "1 of 3 attempts failed; retry running"},
+		{"failed then passed", v1alpha1.Verification{MaxRetries: 2}, []v1alpha1.JobRun{run(1, F), run(2, S)}, S, "passed on attempt 2"},
+		{"retries used up", v1alpha1.Verification{MaxRetries: 2}, []v1alpha1.JobRun{run(1, F), run(2, F), run(3, F)}, F, "failed 3 of 3 attempts"},
+		{"lost run counts as an attempt", v1alpha1.Verification{MaxRetries: 1}, []v1alpha1.JobRun{run(1, U)}, P, "1 of 2 attempts failed; retry pending"},
+		{"lost and failed runs fail", v1alpha1.Verification{MaxRetries: 1}, []v1alpha1.JobRun{run(1, U), run(2, F)}, F, "failed 2 of 2 attempts"},
+		{"only lost runs are unknown", v1alpha1.Verification{}, []v1alpha1.JobRun{run(1, U)}, U, "the results of all 1 attempts were lost: their objects were deleted before they finished"},
+		{"aggregated, none ended", aggregated(5, 0.6), []v1alpha1.JobRun{run(1, P), run(2, P)}, P, "0 of 5 runs passed, 3 needed; 0 of 5 runs finished"},
+		{"aggregated reaches ratio early", aggregated(5, 0.6), []v1alpha1.JobRun{run(1, S), run(2, S), run(3, S), run(4, P), run(5, P)}, S, "3 of 5 runs passed, 3 needed"},
+		{"aggregated above ratio", aggregated(5, 0.6), []v1alpha1.JobRun{run(1, S), run(2, F), run(3, S), run(4, S), run(5, S)}, S, "4 of 5 runs passed, 3 needed"},
+		{"aggregated below ratio", aggregated(5, 0.6), []v1alpha1.JobRun{run(1, S), run(2, F), run(3, F), run(4, S), run(5, F)}, F, "2 of 5 runs passed, 3 needed"},
+		{"aggregated cannot reach ratio any more", aggregated(5, 0.6), []v1alpha1.JobRun{run(1, F), run(2, F), run(3, F), run(4, P), run(5, P)}, F, "0 of 5 runs passed, 3 needed"},
+		{"aggregated still can reach ratio", aggregated(5, 0.6), []v1alpha1.JobRun{run(1, F), run(2, F), run(3, P), run(4, P), run(5, P)}, P, "0 of 5 runs passed, 3 needed; 2 of 5 runs finished"},
+		{"aggregated ratio 1 needs every run", aggregated(3, 1), []v1alpha1.JobRun{run(1, S), run(2, S), run(3, U)}, F, "2 of 3 runs passed, 3 needed"},
+		{"aggregated 0.7 of 10 needs 7", aggregated(10, 0.7), []v1alpha1.JobRun{run(1, S), run(2, S), run(3, S), run(4, S), run(5, S), run(6, S), run(7, S)}, S, "7 of 10 runs passed, 7 needed"},
+		{"aggregated ignores extra runs", aggregated(2, 1), []v1alpha1.JobRun{run(1, S), run(2, F), run(3, S)}, F, "1 of 2 runs passed, 2 needed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, message := VerificationState(tt.v, tt.runs)
+			if got != tt.want || message != tt.wantMessage {
+				t.Errorf("VerificationState() = %s %q, want %s %q", got, message, tt.want, tt.wantMessage)
+			}
+		})
+	}
+}
+
+func TestRequiredPasses(t *testing.T) {
+	for _, tt := range []struct {
+		runs  int32
+		ratio float64
+		want  int32
+	}{{10, 0.7, 7}, {10, 0.71, 8}, {3, 0.5, 2}, {1, 0.01, 1}, {5, 1, 5}, {10, 0.1, 1}} {
+		if got := RequiredPasses(v1alpha1.Aggregation{Runs: tt.runs, PassRatio: tt.ratio}); got != tt.want {
+			t.Errorf("RequiredPasses(%d, %v) = %d, want %d", tt.runs, tt.ratio, got, tt.want)
+		}
+	}
+}
+
+func TestComputeConditions(t *testing.T) {
+	created := v1alpha1.ReleaseCreationJobResult{Name: "create", Status: v1alpha1.CreationJobSuccess, Message: "built"}
+	creationFailed := v1alpha1.ReleaseCreationJobResult{Name: "create", Status: v1alpha1.CreationJobFailed, Message: "BackoffLimitExceeded: push failed"}
+	creationRunning := v1alpha1.ReleaseCreationJobResult{Name: "create", Status: v1alpha1.CreationJobUnknown, Message: "creation job create is running"}
+	noCreationJob := v1alpha1.ReleaseCreationJobResult{Status: v1alpha1.CreationJobUnknown, Message: "no creation job found"}
+	accept := &v1alpha1.PayloadOverride{Override: v1alpha1.OverrideAccepted, Reason: "known flake"}
+	reject := &v1alpha1.PayloadOverride{Override: v1alpha1.OverrideRejected, Reason: "bad commit"}
+	v := func(name string, typ v1alpha1.VerificationType, state v1alpha1.JobState) v1alpha1.VerificationStatus {
+		return v1alpha1.VerificationStatus{Name: name, Type: typ, State: state}
+	}
+	const B, I = v1alpha1.Blocking, v1alpha1.Informing
+	type want struct {
+		created, failed, accepted, rejected metav1.ConditionStatus
+		acceptedReason, message             string
+		phase                               v1alpha1.PayloadPhase
+	}
+	const T, F, U = metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown
+	tests := []struct {
+		name          string
+		override      *v1alpha1.PayloadOverride
+		creation      v1alpha1.ReleaseCreationJobResult
+		verifications []v1alpha1.VerificationStatus
+		want          want
+	}{
+		{"no creation job yet", nil, noCreationJob, nil,
+			want{U, F, F, F, v1alpha1.ReasonPayloadNotCreated, "waiting for the payload image to be built", v1alpha1.PhasePending}},
+		{"creation running", nil, creationRunning, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess)},
+			want{U, F, F, F, v1alpha1.ReasonPayloadNotCreated, "waiting for the payload image to be built", v1alpha1.PhasePending}},
+		{"created, jobs pending", nil, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobPending), v("upgrade", B, v1alpha1.JobSuccess), v("lint", I, v1alpha1.JobPending)},
+			want{T, F, F, F, v1alpha1.ReasonBlockingJobsPending, "waiting for blocking jobs: e2e", v1alpha1.PhaseReady}},
+		{"all blocking passed, informing still running", nil, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess), v("upgrade", B, v1alpha1.JobSuccess), v("lint", I, v1alpha1.JobPending)},
+			want{T, F, T, F, v1alpha1.ReasonBlockingJobsSucceeded, "all 2 blocking jobs succeeded", v1alpha1.PhaseAccepted}},
+		{"informing failure does not reject", nil, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess), v("lint", I, v1alpha1.JobFailure)},
+			want{T, F, T, F, v1alpha1.ReasonBlockingJobsSucceeded, "all 1 blocking jobs succeeded", v1alpha1.PhaseAccepted}},
+		{"one blocking failed", nil, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobFailure), v("upgrade", B, v1alpha1.JobPending), v("gcp", B, v1alpha1.JobFailure)},
+			want{T, F, F, T, v1alpha1.ReasonPayloadRejected, "blocking jobs failed: e2e, gcp", v1alpha1.PhaseRejected}},
+		{"blocking unknown neither accepts nor rejects", nil, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobUnknown), v("upgrade", B, v1alpha1.JobSuccess)},
+			want{T, F, F, F, v1alpha1.ReasonBlockingJobsPending, "blocking jobs with unknown results: e2e", v1alpha1.PhaseReady}},
+		{"no jobs at all", nil, created, nil,
+			want{T, F, T, F, v1alpha1.ReasonVerificationsCompleted, "no blocking jobs; every job has ended", v1alpha1.PhaseAccepted}},
+		{"no blocking jobs, informing running", nil, created, []v1alpha1.VerificationStatus{v("lint", I, v1alpha1.JobPending)},
+			want{T, F, F, F, v1alpha1.ReasonBlockingJobsPending, "no blocking jobs; waiting for: lint", v1alpha1.PhaseReady}},
+		{"no blocking jobs, informing ended", nil, created, []v1alpha1.VerificationStatus{v("lint", I, v1alpha1.JobFailure)},
+			want{T, F, T, F, v1alpha1.ReasonVerificationsCompleted, "no blocking jobs; every job has ended", v1alpha1.PhaseAccepted}},
+		{"override accepts a rejected payload", accept, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobFailure)},
+			want{T, F, T, F, v1alpha1.ReasonManualOverride, "manually accepted: known flake", v1alpha1.PhaseAccepted}},
+		{"override rejects an accepted payload", reject, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess)},
+			want{T, F, F, T, v1alpha1.ReasonManualOverride, "manually rejected: bad commit", v1alpha1.PhaseRejected}},
+		{"override accept waits for creation", accept, creationRunning, nil,
+			want{U, F, F, F, v1alpha1.ReasonPayloadNotCreated, "waiting for the payload image to be built", v1alpha1.PhasePending}},
+		{"failed creation wins over override", accept, creationFailed, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess)},
+			want{F, T, F, F, v1alpha1.ReasonPayloadFailed, "the payload failed: BackoffLimitExceeded: push failed", v1alpha1.PhaseFailed}},
+		{"failed creation wins over reject override", reject, creationFailed, nil,
+			want{F, T, F, F, v1alpha1.ReasonPayloadFailed, "the payload failed: BackoffLimitExceeded: push failed", v1alpha1.PhaseFailed}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			conditions := ComputeConditions(tt.override, tt.creation, tt.verifications)
+			get := func(typ string) metav1.Condition { return *meta.FindStatusCondition(conditions, typ) }
+			accepted, rejected := get(v1alpha1.ConditionPayloadAccepted), get(v1alpha1.ConditionPayloadRejected)
+			got := want{
+				get(v1alpha1.ConditionPayloadCreated).Status, get(v1alpha1.ConditionPayloadFailed).Status,
+				accepted.Status, rejected.Status, accepted.Reason, accepted.Message, Phase(conditions),
+			}
+			if got != tt.want {
+				t.Errorf("got  %+v\nwant %+v", got, tt.want)
+			}
+			if accepted.Status == metav1.ConditionTrue && rejected.Status == metav1.ConditionTrue {
+				t.Errorf("Accepted and Rejected are both True")
+			}
+			for _, c := range conditions {
+				if c.Reason == "" || c.Message == "" {
+					t.Errorf("condition %s has no reason or message: %+v", c.Type, c)
+				}
+			}
+		})
+	}
+}
+
+func TestMergeRuns(t *testing.T) {
+	recorded := []v1alpha1.VerificationStatus{{
+		Name: "e2e",
+		Runs: []v1alpha1.JobRun{
+			{Kind: v1alpha1.RunKindJob, Namespace: "ns", Name: "e2e-1", Attempt: 1, State: v1alpha1.JobFailure, Message: "failed"},
+			{Kind: v1alpha1.RunKindJob, Namespace: "ns", Name: "e2e-2", Attempt: 2, State: v1alpha1.JobPending},
+		},
+	}, {
+		Name: "upgrade",
+		Runs: []v1alpha1.JobRun{{Kind: v1alpha1.RunKindProwJob, Namespace: "ci", Name: "up-1", Attempt: 1, State: v1alpha1.JobPending}},
+	}, {Name: "lint"}}
+	observed := []ObservedRun{
+		// The terminal run's object now says something else: it is left alone.
+		{Verification: "e2e", Run: v1alpha1.JobRun{Kind: v1alpha1.RunKindJob, Namespace: "ns", Name: "e2e-1", Attempt: 1, State: v1alpha1.JobSuccess}},
+		{Verification: "e2e", Run: v1alpha1.JobRun{Kind: v1alpha1.RunKindJob, Namespace: "ns", Name: "e2e-2", Attempt: 2, State: v1alpha1.JobSuccess, Message: "done"}},
+		{Verification: "lint", Run: v1alpha1.JobRun{Kind: v1alpha1.RunKindJob, Namespace: "ns", Name: "lint-1", Attempt: 1, State: v1alpha1.JobPending}},
+		{Verification: "unknown-verification", Run: v1alpha1.JobRun{Kind: v1alpha1.RunKindJob, Namespace: "ns", Name: "x", Attempt: 1}},
+	}
+	got := MergeRuns(recorded, observed)
+	wantStates := map[string]v1alpha1.JobState{"e2e-1": v1alpha1.JobFailure, "e2e-2": v1alpha1.JobSuccess, "up-1": v1alpha1.JobUnknown, "lint-1": v1alpha1.JobPending}
+	var count int
+	for _, v := range got {
+		for _, r := range v.Runs {
+			count++
+			if r.State != wantStates[r.Name] {
+				t.Errorf("run %s: state %s, want %s", r.Name, r.State, wantStates[r.Name])
+			}
+		}
+	}
+	if count != len(wantStates) {
+		t.Errorf("got %d runs, want %d: %+v", count, len(wantStates), got)
+	}
+	if msg := got[1].Runs[0].Message; msg != "the ProwJob was deleted before it finished" {
+		t.Errorf("unknown run message = %q", msg)
+	}
+}
+
+func TestSeedVerifications(t *testing.T) {
+	config := []v1alpha1.Verification{{Name: "e2e"}, {Name: "lint", Type: v1alpha1.Informing}, {Name: "upgrade", UpgradeFrom: v1alpha1.UpgradeFromPrevious}}
+	existing := []v1alpha1.VerificationStatus{{Name: "lint", Type: v1alpha1.Informing, State: v1alpha1.JobFailure, Runs: []v1alpha1.JobRun{run(1, v1alpha1.JobFailure)}}}
+	got := SeedVerifications(config, existing)
+	if len(got) != 3 || got[0].Name != "e2e" || got[1].Name != "lint" || got[2].Name != "upgrade" {
+		t.Fatalf("seeded %+v", got)
+	}
+	if got[0].Type != v1alpha1.Blocking || got[0].State != v1alpha1.JobPending {
+		t.Errorf("e2e seeded as %+v", got[0])
+	}
+	if len(got[1].Runs) != 1 || got[1].State != v1alpha1.JobFailure {
+		t.Errorf("lint lost its runs: %+v", got[1])
+	}
+	if got[2].UpgradeFrom != v1alpha1.UpgradeFromPrevious || got[2].Type != v1alpha1.Blocking {
+		t.Errorf("upgrade seeded as %+v", got[2])
+	}
+}
+
+func TestObserve(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC))
+	labels := map[string]string{v1alpha1.LabelPayload: "4.15.0-2026-11-22-093000", v1alpha1.LabelJobType: v1alpha1.JobTypeVerification, v1alpha1.LabelVerify: "e2e"}
+	job := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e2e-2", Labels: labels,
+		Annotations: map[string]string{v1alpha1.AnnotationAttempt: "2", v1alpha1.AnnotationUpgradeFrom: "4.14.0", v1alpha1.AnnotationURL: "http://logs/e2e-2"}}}
+
+	o, ok := ObserveJob(&job)
+	if !ok || o.Verification != "e2e" || o.Run.State != v1alpha1.JobPending || o.Run.Attempt != 2 || o.Run.UpgradeFrom != "4.14.0" || o.Run.URL != "http://logs/e2e-2" {
+		t.Errorf("new job observed as %+v", o)
+	}
+	jobstatus.Running(&job, now)
+	jobstatus.Failed(&job, now, 1, "", "")
+	if o, _ := ObserveJob(&job); o.Run.State != v1alpha1.JobFailure || o.Run.Message != "BackoffLimitExceeded: Job has reached the specified backoff limit" || o.Run.CompletionTime == nil {
+		t.Errorf("failed job observed as %+v", o.Run)
+	}
+	if PayloadKeyOfJob(&job) != "ns/4.15.0-2026-11-22-093000" {
+		t.Errorf("payload key %q", PayloadKeyOfJob(&job))
+	}
+	job.Labels[v1alpha1.LabelPayloadNamespace] = "releases"
+	if PayloadKeyOfJob(&job) != "releases/4.15.0-2026-11-22-093000" {
+		t.Errorf("payload key with payload namespace %q", PayloadKeyOfJob(&job))
+	}
+
+	pj := prowv1.ProwJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ci", Name: "pj", Labels: labels},
+		Status: prowv1.ProwJobStatus{State: prowv1.AbortedState, URL: "http://prow/pj", Description: "aborted", StartTime: now, CompletionTime: &now}}
+	if o, ok := ObserveProwJob(&pj); !ok || o.Run.State != v1alpha1.JobFailure || o.Run.URL != "http://prow/pj" || o.Run.Attempt != 1 || o.Run.Kind != v1alpha1.RunKindProwJob {
+		t.Errorf("aborted prowjob observed as %+v", o.Run)
+	}
+	pj.Status.State = prowv1.TriggeredState
+	if o, _ := ObserveProwJob(&pj); o.Run.State != v1alpha1.JobPending {
+		t.Errorf("triggered prowjob observed as %s", o.Run.State)
+	}
+	creation := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "c", Labels: map[string]string{v1alpha1.LabelJobType: v1alpha1.JobTypeCreation}}}
+	if _, ok := ObserveJob(&creation); ok {
+		t.Error("a creation job was observed as a verification run")
+	}
+}
+
+func TestCreationResult(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC))
+	old := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "create-a", CreationTimestamp: now}}
+	jobstatus.Failed(&old, now, 1, "", "push failed")
+	newer := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "create-b", CreationTimestamp: metav1.NewTime(now.Add(time.Minute))}}
+
+	if r := CreationResult(nil); r.Status != v1alpha1.CreationJobUnknown || r.Name != "" {
+		t.Errorf("no jobs: %+v", r)
+	}
+	if r := CreationResult([]batchv1.Job{old}); r.Status != v1alpha1.CreationJobFailed || r.Message != "BackoffLimitExceeded: push failed" {
+		t.Errorf("failed job: %+v", r)
+	}
+	if r := CreationResult([]batchv1.Job{newer, old}); r.Status != v1alpha1.CreationJobUnknown || r.Name != "create-b" {
+		t.Errorf("newest job running: %+v", r)
+	}
+	jobstatus.Succeeded(&newer, now)
+	if r := CreationResult([]batchv1.Job{old, newer}); r.Status != v1alpha1.CreationJobSuccess || r.Message != "CompletionsReached: Reached expected number of succeeded pods" {
+		t.Errorf("newest job succeeded: %+v", r)
+	}
+}
