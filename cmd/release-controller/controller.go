@@ -18,7 +18,7 @@ import (
 func newControllerCommand() *cobra.Command {
 	var (
 		kubeconfig string
-		opts       = manager.Options{JobEventDelay: payload.DefaultJobEventDelay}
+		opts       = manager.Options{JobEventDelay: payload.DefaultJobEventDelay, PayloadWorkers: payload.DefaultWorkers}
 		zapOpts    = zap.Options{}
 	)
 	cmd := &cobra.Command{
@@ -36,7 +36,7 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 			if opts.LeaderElection && opts.LeaderElectionNamespace == "" && !inCluster() {
 				opts.LeaderElectionNamespace = "default"
 			}
-			ctx := ctrl.SetupSignalHandler()
+			ctx := ctrl.LoggerInto(cmd.Context(), ctrl.Log.WithName("controller"))
 			mgr, err := manager.New(cfg, opts)
 			if err != nil {
 				return err
@@ -55,6 +55,7 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease; default: the pod's namespace, or \"default\" outside a cluster")
 	f.StringVar(&opts.Namespace, "namespace", "", "only watch this namespace; default: all namespaces")
 	f.DurationVar(&opts.JobEventDelay, "job-event-delay", opts.JobEventDelay, "wait this long after a job changes before updating its payload, so jobs finishing together are written at once")
+	f.IntVar(&opts.PayloadWorkers, "payload-workers", opts.PayloadWorkers, "how many payloads are reconciled at once")
 	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)

@@ -40,6 +40,8 @@ type Options struct {
 	Namespace string
 	// JobEventDelay batches job events per payload; zero uses the payload package's default.
 	JobEventDelay time.Duration
+	// PayloadWorkers is how many payloads are reconciled at once; zero uses the payload package's default.
+	PayloadWorkers int
 }
 
 // LeaderElectionID names the lease the replicas compete for.
@@ -115,7 +117,7 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if !prowJobs {
 		log.Info("prow.k8s.io/v1 ProwJob is not served by this cluster; ProwJob verifications are not watched (restart after installing Prow's CRD)")
 	}
-	payloads := &payload.Reconciler{Client: mgr.GetClient(), WatchProwJobs: prowJobs, JobEventDelay: opts.JobEventDelay}
+	payloads := &payload.Reconciler{Client: mgr.GetClient(), WatchProwJobs: prowJobs, JobEventDelay: opts.JobEventDelay, Workers: opts.PayloadWorkers}
 	if err := payloads.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the payload controller: %w", err)
 	}

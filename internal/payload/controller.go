@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -39,7 +40,13 @@ type Reconciler struct {
 	WatchProwJobs bool
 	// JobEventDelay batches job events; zero uses DefaultJobEventDelay.
 	JobEventDelay time.Duration
+	// Workers is how many payloads are reconciled at once; zero uses DefaultWorkers.
+	Workers int
 }
+
+// DefaultWorkers is how many payloads are reconciled at once. Reconciles mostly wait for the
+// API server's answer to their status write, so several keep up with many finishing jobs.
+const DefaultWorkers = 8
 
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=get;list;watch
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=get;update;patch
@@ -71,6 +78,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, fmt.Errorf("writing status of payload %s: %w", req, err)
 	}
+	StatusWrites.Inc()
 	return ctrl.Result{}, nil
 }
 
@@ -116,6 +124,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.JobEventDelay == 0 {
 		r.JobEventDelay = DefaultJobEventDelay
 	}
+	if r.Workers == 0 {
+		r.Workers = DefaultWorkers
+	}
 	indexer := mgr.GetFieldIndexer()
 	indexPayloadKey := func(obj client.Object) []string {
 		if key := PayloadKeyOfJob(obj); key != "" {
@@ -128,6 +139,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("releasepayload").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&v1alpha1.ReleasePayload{}, builder.WithPredicates(ignoreStatusOnlyUpdates{})).
 		Watches(&batchv1.Job{}, r.jobEvents())
 	if r.WatchProwJobs {

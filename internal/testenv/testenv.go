@@ -64,6 +64,19 @@ func Start() (*Env, error) {
 	return &Env{Config: cfg, Client: c, env: env}, nil
 }
 
+// WriteKubeconfig writes a kubeconfig for a cluster administrator of the API server to path.
+func (e *Env) WriteKubeconfig(path string) error {
+	user, err := e.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding a user to the test API server: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
 // Stop stops the API server.
 func (e *Env) Stop() error {
 	return e.env.Stop()
