@@ -1,0 +1,115 @@
+// Package registryclient is the small set of registry operations the controllers need —
+// resolve a tag to a digest, copy an image, move a tag, delete a tag — over
+// go-containerregistry, with the default keychain for credentials. Registries on loopback
+// and private addresses are spoken to over plain HTTP, as go-containerregistry decides.
+package registryclient
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+)
+
+// Client talks to registries.
+type Client struct {
+	options []remote.Option
+}
+
+// New returns a client; extra options (transport, credentials) are added to every call.
+func New(options ...remote.Option) *Client {
+	return &Client{options: append([]remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}, options...)}
+}
+
+func (c *Client) with(ctx context.Context) []remote.Option {
+	return append([]remote.Option{remote.WithContext(ctx)}, c.options...)
+}
+
+// Options returns the remote options of the client for ctx, for callers that use
+// go-containerregistry directly.
+func (c *Client) Options(ctx context.Context) []remote.Option {
+	return c.with(ctx)
+}
+
+// Resolve returns ref pinned by digest: "repository@sha256:...". A ref already pinned by
+// digest is checked to exist.
+func (c *Client) Resolve(ctx context.Context, ref string) (string, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return "", fmt.Errorf("parsing image reference %q: %w", ref, err)
+	}
+	desc, err := remote.Head(r, c.with(ctx)...)
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", ref, err)
+	}
+	return r.Context().Digest(desc.Digest.String()).String(), nil
+}
+
+// Copy copies the image (or index) src to dst and returns dst pinned by digest.
+func (c *Client) Copy(ctx context.Context, src, dst string) (string, error) {
+	from, err := name.ParseReference(src)
+	if err != nil {
+		return "", fmt.Errorf("parsing image reference %q: %w", src, err)
+	}
+	to, err := name.ParseReference(dst)
+	if err != nil {
+		return "", fmt.Errorf("parsing image reference %q: %w", dst, err)
+	}
+	desc, err := remote.Get(from, c.with(ctx)...)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", src, err)
+	}
+	if desc.MediaType.IsIndex() {
+		index, err := desc.ImageIndex()
+		if err != nil {
+			return "", err
+		}
+		if err := remote.WriteIndex(to, index, c.with(ctx)...); err != nil {
+			return "", fmt.Errorf("copying %s to %s: %w", src, dst, err)
+		}
+	} else {
+		image, err := desc.Image()
+		if err != nil {
+			return "", err
+		}
+		if err := remote.Write(to, image, c.with(ctx)...); err != nil {
+			return "", fmt.Errorf("copying %s to %s: %w", src, dst, err)
+		}
+	}
+	return to.Context().Digest(desc.Digest.String()).String(), nil
+}
+
+// Tag points repository:tag at the image src (pinned by digest, in the same repository).
+func (c *Client) Tag(ctx context.Context, src, tag string) error {
+	from, err := name.ParseReference(src)
+	if err != nil {
+		return fmt.Errorf("parsing image reference %q: %w", src, err)
+	}
+	desc, err := remote.Get(from, c.with(ctx)...)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", src, err)
+	}
+	if err := remote.Tag(from.Context().Tag(tag), desc, c.with(ctx)...); err != nil {
+		return fmt.Errorf("tagging %s as %s: %w", src, tag, err)
+	}
+	return nil
+}
+
+// Delete deletes the manifest ref points at (a tag is resolved to its digest first, since
+// registries delete manifests by digest).
+func (c *Client) Delete(ctx context.Context, ref string) error {
+	digestRef, err := c.Resolve(ctx, ref)
+	if err != nil {
+		return err
+	}
+	r, err := name.ParseReference(digestRef)
+	if err != nil {
+		return err
+	}
+	if err := remote.Delete(r, c.with(ctx)...); err != nil {
+		return fmt.Errorf("deleting %s: %w", ref, err)
+	}
+	return nil
+}
