@@ -18,6 +18,7 @@ const (
 
 	// PayloadFailed
 	ReasonCreationJobNotFailed = "CreationJobNotFailed"
+	ReasonAborted              = "Aborted"
 
 	// PayloadAccepted and PayloadRejected
 	ReasonPayloadFailed          = "PayloadFailed"
@@ -29,4 +30,26 @@ const (
 	ReasonBlockingJobFailed      = "BlockingJobFailed"
 	ReasonPayloadAccepted        = "PayloadAccepted"
 	ReasonPayloadRejected        = "PayloadRejected"
+)
+
+// Condition types of a ReleaseStream.
+const (
+	// ConditionImported is True when every component resolved to a digest.
+	ConditionImported = "Imported"
+	// ConditionReady is True when the stream works as configured; its message says what the
+	// stream is waiting for.
+	ConditionReady = "Ready"
+)
+
+// Condition reasons of a ReleaseStream.
+const (
+	ReasonComponentsResolved   = "ComponentsResolved"
+	ReasonComponentsUnresolved = "ComponentsUnresolved"
+	ReasonMirrorFailed         = "MirrorFailed"
+	ReasonPayloadCreated       = "PayloadCreated"
+	ReasonUpToDate             = "UpToDate"
+	ReasonTooManyUnready       = "TooManyUnreadyReleases"
+	ReasonCreationInterval     = "WaitingForCreationInterval"
+	ReasonPublishFailed        = "PublishFailed"
+	ReasonReconcileFailed      = "ReconcileFailed"
 )

@@ -32,8 +32,19 @@ const (
 	AnnotationURL = "release-controller.dev/url"
 )
 
-// AnnotationKeep on a ReleasePayload stops garbage collection from ever deleting it.
-const AnnotationKeep = "release-controller.dev/keep"
+// Annotations on a ReleasePayload.
+const (
+	// AnnotationKeep stops garbage collection from ever deleting the payload.
+	AnnotationKeep = "release-controller.dev/keep"
+	// AnnotationComponentsHash identifies the component set the payload was created from.
+	AnnotationComponentsHash = "release-controller.dev/components-hash"
+	// AnnotationAborted, set by the stream controller on a payload that was superseded before
+	// its image was built, says why; such a payload fails instead of being built.
+	AnnotationAborted = "release-controller.dev/aborted"
+	// AnnotationUpgradeSkipped lists (comma-separated) the upgrade verifications that had no
+	// earlier accepted payload to start from when the payload was verified.
+	AnnotationUpgradeSkipped = "release-controller.dev/upgrade-skipped"
+)
 
 // Environment given to every verification job (a contract).
 const (

@@ -116,6 +116,9 @@ type ComponentStatus struct {
 	// LastResolved is when the component last resolved.
 	// +optional
 	LastResolved *metav1.Time `json:"lastResolved,omitempty"`
+	// Failures counts the failed resolutions since the last success; retries back off with it.
+	// +optional
+	Failures int32 `json:"failures,omitempty"`
 }
 
 // PayloadCounts counts a stream's payloads by phase.
@@ -160,6 +163,10 @@ type ReleaseStreamStatus struct {
 	// Payloads counts the stream's payloads by phase.
 	// +optional
 	Payloads PayloadCounts `json:"payloads,omitempty"`
+
+	// PublishedImage is the payload image the publish tags point at.
+	// +optional
+	PublishedImage string `json:"publishedImage,omitempty"`
 }
 
 // ReleaseStream is a source of component images and the rules that turn it into release payloads.

@@ -13,13 +13,19 @@ import (
 
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/payload"
+	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/verify"
 )
 
 func newControllerCommand() *cobra.Command {
 	var (
 		kubeconfig string
-		opts       = manager.Options{JobEventDelay: payload.DefaultJobEventDelay, PayloadWorkers: payload.DefaultWorkers}
-		zapOpts    = zap.Options{}
+		opts       = manager.Options{
+			JobEventDelay: payload.DefaultJobEventDelay, PayloadWorkers: payload.DefaultWorkers,
+			ImportInterval: stream.DefaultImportInterval, RetryBackoff: verify.DefaultBackoff,
+			BuildImage: stream.DefaultBuildImage,
+		}
+		zapOpts = zap.Options{}
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -56,6 +62,11 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 	f.StringVar(&opts.Namespace, "namespace", "", "only watch this namespace; default: all namespaces")
 	f.DurationVar(&opts.JobEventDelay, "job-event-delay", opts.JobEventDelay, "wait this long after a job changes before updating its payload, so jobs finishing together are written at once")
 	f.IntVar(&opts.PayloadWorkers, "payload-workers", opts.PayloadWorkers, "how many payloads are reconciled at once")
+	f.DurationVar(&opts.ImportInterval, "import-interval", opts.ImportInterval, "how often components followed by tag are resolved again")
+	f.DurationVar(&opts.RetryBackoff.Base, "retry-backoff", opts.RetryBackoff.Base, "wait before retrying a failed verification run; doubles with each further failure")
+	f.DurationVar(&opts.RetryBackoff.Cap, "retry-backoff-max", opts.RetryBackoff.Cap, "longest wait before retrying a failed verification run")
+	f.StringVar(&opts.BuildImage, "build-image", opts.BuildImage, "image of the payload creation jobs (runs release-controller payload build)")
+	f.StringVar(&opts.BuildServiceAccount, "build-service-account", "", "service account of the payload creation jobs; it must be allowed to read releasepayloads")
 	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)

@@ -25,6 +25,9 @@ import (
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/payload"
+	"github.com/release-controller/release-controller/internal/registryclient"
+	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/verify"
 )
 
 // Options configure the manager.
@@ -42,6 +45,16 @@ type Options struct {
 	JobEventDelay time.Duration
 	// PayloadWorkers is how many payloads are reconciled at once; zero uses the payload package's default.
 	PayloadWorkers int
+
+	// Registry talks to the registries of components and payloads; nil uses the default keychain.
+	Registry *registryclient.Client
+	// ImportInterval is how often components followed by tag are resolved again.
+	ImportInterval time.Duration
+	// RetryBackoff spaces retries of failed verification runs; zero uses verify.DefaultBackoff.
+	RetryBackoff verify.Backoff
+	// BuildImage and BuildServiceAccount run the payload creation jobs.
+	BuildImage          string
+	BuildServiceAccount string
 }
 
 // LeaderElectionID names the lease the replicas compete for.
@@ -117,9 +130,20 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if !prowJobs {
 		log.Info("prow.k8s.io/v1 ProwJob is not served by this cluster; ProwJob verifications are not watched (restart after installing Prow's CRD)")
 	}
+	if err := payload.IndexJobs(ctx, mgr.GetFieldIndexer(), prowJobs); err != nil {
+		return err
+	}
 	payloads := &payload.Reconciler{Client: mgr.GetClient(), WatchProwJobs: prowJobs, JobEventDelay: opts.JobEventDelay, Workers: opts.PayloadWorkers}
-	if err := payloads.SetupWithManager(ctx, mgr); err != nil {
+	if err := payloads.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the payload controller: %w", err)
+	}
+	streams := &stream.Reconciler{
+		Client: mgr.GetClient(), Registry: opts.Registry, WatchProwJobs: prowJobs,
+		ImportInterval: opts.ImportInterval, RetryBackoff: opts.RetryBackoff,
+		BuildImage: opts.BuildImage, BuildServiceAccount: opts.BuildServiceAccount,
+	}
+	if err := streams.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the stream controller: %w", err)
 	}
 	return nil
 }

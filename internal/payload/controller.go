@@ -116,18 +116,9 @@ func (r *Reconciler) observe(ctx context.Context, payload *v1alpha1.ReleasePaylo
 	return obs, nil
 }
 
-// SetupWithManager registers the indexes and the controller.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
-	if r.Clock == nil {
-		r.Clock = clock.RealClock{}
-	}
-	if r.JobEventDelay == 0 {
-		r.JobEventDelay = DefaultJobEventDelay
-	}
-	if r.Workers == 0 {
-		r.Workers = DefaultWorkers
-	}
-	indexer := mgr.GetFieldIndexer()
+// IndexJobs indexes Jobs (and ProwJobs, when served) by IndexPayloadKey. The payload and the
+// stream controllers both read through the index; it is registered once per manager.
+func IndexJobs(ctx context.Context, indexer client.FieldIndexer, prowJobs bool) error {
 	indexPayloadKey := func(obj client.Object) []string {
 		if key := PayloadKeyOfJob(obj); key != "" {
 			return []string{key}
@@ -137,15 +128,31 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err := indexer.IndexField(ctx, &batchv1.Job{}, IndexPayloadKey, indexPayloadKey); err != nil {
 		return fmt.Errorf("indexing jobs: %w", err)
 	}
+	if prowJobs {
+		if err := indexer.IndexField(ctx, &prowv1.ProwJob{}, IndexPayloadKey, indexPayloadKey); err != nil {
+			return fmt.Errorf("indexing prowjobs: %w", err)
+		}
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller; IndexJobs must have been called on mgr.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.JobEventDelay == 0 {
+		r.JobEventDelay = DefaultJobEventDelay
+	}
+	if r.Workers == 0 {
+		r.Workers = DefaultWorkers
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("releasepayload").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&v1alpha1.ReleasePayload{}, builder.WithPredicates(ignoreStatusOnlyUpdates{})).
 		Watches(&batchv1.Job{}, r.jobEvents())
 	if r.WatchProwJobs {
-		if err := indexer.IndexField(ctx, &prowv1.ProwJob{}, IndexPayloadKey, indexPayloadKey); err != nil {
-			return fmt.Errorf("indexing prowjobs: %w", err)
-		}
 		b = b.Watches(&prowv1.ProwJob{}, r.jobEvents())
 	}
 	return b.Complete(r)

@@ -26,11 +26,17 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 	status.ReleaseCreationJobResult = CreationResult(obs.CreationJobs)
 	status.Verifications = SeedVerifications(p.Spec.PayloadVerificationConfig.Verifications, status.Verifications)
 	status.Verifications = MergeRuns(status.Verifications, obs.Runs)
+	skipped := p.SkippedUpgrades()
 	for i := range status.Verifications {
 		v := &status.Verifications[i]
+		if skipped[v.Name] && len(v.Runs) == 0 {
+			v.State, v.Message = v1alpha1.JobSuccess, "skipped: there was no earlier accepted payload to upgrade from"
+			continue
+		}
 		v.State, v.Message = VerificationState(verificationSpec(p, v.Name), v.Runs)
 	}
-	for _, c := range ComputeConditions(p.Spec.PayloadOverride, status.ReleaseCreationJobResult, status.Verifications) {
+	aborted := p.Annotations[v1alpha1.AnnotationAborted]
+	for _, c := range ComputeConditions(p.Spec.PayloadOverride, status.ReleaseCreationJobResult, aborted, status.Verifications) {
 		c.ObservedGeneration = p.Generation
 		c.LastTransitionTime = now
 		meta.SetStatusCondition(&status.Conditions, c)
@@ -195,11 +201,16 @@ func aggregatedState(a v1alpha1.Aggregation, runs []v1alpha1.JobRun) (v1alpha1.J
 
 // ComputeConditions decides PayloadCreated, PayloadFailed, PayloadAccepted and PayloadRejected.
 //
-// A failed creation job wins over everything, the override included; nothing is accepted or
-// rejected before the creation job succeeded; then the override wins; then any failed blocking
-// job rejects, and all blocking jobs succeeding accepts. Without blocking jobs a payload is
-// accepted once every other job has ended. Accepted and Rejected are never both True.
-func ComputeConditions(override *v1alpha1.PayloadOverride, creation v1alpha1.ReleaseCreationJobResult, verifications []v1alpha1.VerificationStatus) []metav1.Condition {
+// A failed creation job wins over everything, the override included; so does an abort (a
+// newer payload superseded this one before its image was built: aborted holds the reason).
+// Nothing is accepted or rejected before the creation job succeeded; then the override wins;
+// then any failed blocking job rejects, and all blocking jobs succeeding accepts. Without
+// blocking jobs a payload is accepted once every other job has ended. Accepted and Rejected
+// are never both True.
+func ComputeConditions(override *v1alpha1.PayloadOverride, creation v1alpha1.ReleaseCreationJobResult, aborted string, verifications []v1alpha1.VerificationStatus) []metav1.Condition {
+	if aborted != "" && creation.Status != v1alpha1.CreationJobSuccess {
+		creation = v1alpha1.ReleaseCreationJobResult{Name: creation.Name, Status: v1alpha1.CreationJobFailed, Message: "aborted: " + aborted}
+	}
 	created := metav1.Condition{Type: v1alpha1.ConditionPayloadCreated, Message: creation.Message}
 	failed := metav1.Condition{
 		Type: v1alpha1.ConditionPayloadFailed, Status: metav1.ConditionFalse,
@@ -209,8 +220,12 @@ func ComputeConditions(override *v1alpha1.PayloadOverride, creation v1alpha1.Rel
 	case v1alpha1.CreationJobSuccess:
 		created.Status, created.Reason = metav1.ConditionTrue, v1alpha1.ReasonCreationJobSucceeded
 	case v1alpha1.CreationJobFailed:
-		created.Status, created.Reason = metav1.ConditionFalse, v1alpha1.ReasonCreationJobFailed
-		failed.Status, failed.Reason, failed.Message = metav1.ConditionTrue, v1alpha1.ReasonCreationJobFailed, creation.Message
+		reason := v1alpha1.ReasonCreationJobFailed
+		if aborted != "" {
+			reason = v1alpha1.ReasonAborted
+		}
+		created.Status, created.Reason = metav1.ConditionFalse, reason
+		failed.Status, failed.Reason, failed.Message = metav1.ConditionTrue, reason, creation.Message
 	default:
 		created.Status, created.Reason = metav1.ConditionUnknown, v1alpha1.ReasonCreationJobPending
 		if creation.Name == "" {

@@ -98,43 +98,48 @@ func TestComputeConditions(t *testing.T) {
 		name          string
 		override      *v1alpha1.PayloadOverride
 		creation      v1alpha1.ReleaseCreationJobResult
+		aborted       string
 		verifications []v1alpha1.VerificationStatus
 		want          want
 	}{
-		{"no creation job yet", nil, noCreationJob, nil,
+		{"no creation job yet", nil, noCreationJob, "", nil,
 			want{U, F, F, F, v1alpha1.ReasonPayloadNotCreated, "waiting for the payload image to be built", v1alpha1.PhasePending}},
-		{"creation running", nil, creationRunning, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess)},
+		{"creation running", nil, creationRunning, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess)},
 			want{U, F, F, F, v1alpha1.ReasonPayloadNotCreated, "waiting for the payload image to be built", v1alpha1.PhasePending}},
-		{"created, jobs pending", nil, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobPending), v("upgrade", B, v1alpha1.JobSuccess), v("lint", I, v1alpha1.JobPending)},
+		{"created, jobs pending", nil, created, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobPending), v("upgrade", B, v1alpha1.JobSuccess), v("lint", I, v1alpha1.JobPending)},
 			want{T, F, F, F, v1alpha1.ReasonBlockingJobsPending, "waiting for blocking jobs: e2e", v1alpha1.PhaseReady}},
-		{"all blocking passed, informing still running", nil, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess), v("upgrade", B, v1alpha1.JobSuccess), v("lint", I, v1alpha1.JobPending)},
+		{"all blocking passed, informing still running", nil, created, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess), v("upgrade", B, v1alpha1.JobSuccess), v("lint", I, v1alpha1.JobPending)},
 			want{T, F, T, F, v1alpha1.ReasonBlockingJobsSucceeded, "all 2 blocking jobs succeeded", v1alpha1.PhaseAccepted}},
-		{"informing failure does not reject", nil, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess), v("lint", I, v1alpha1.JobFailure)},
+		{"informing failure does not reject", nil, created, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess), v("lint", I, v1alpha1.JobFailure)},
 			want{T, F, T, F, v1alpha1.ReasonBlockingJobsSucceeded, "all 1 blocking jobs succeeded", v1alpha1.PhaseAccepted}},
-		{"one blocking failed", nil, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobFailure), v("upgrade", B, v1alpha1.JobPending), v("gcp", B, v1alpha1.JobFailure)},
+		{"one blocking failed", nil, created, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobFailure), v("upgrade", B, v1alpha1.JobPending), v("gcp", B, v1alpha1.JobFailure)},
 			want{T, F, F, T, v1alpha1.ReasonPayloadRejected, "blocking jobs failed: e2e, gcp", v1alpha1.PhaseRejected}},
-		{"blocking unknown neither accepts nor rejects", nil, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobUnknown), v("upgrade", B, v1alpha1.JobSuccess)},
+		{"blocking unknown neither accepts nor rejects", nil, created, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobUnknown), v("upgrade", B, v1alpha1.JobSuccess)},
 			want{T, F, F, F, v1alpha1.ReasonBlockingJobsPending, "blocking jobs with unknown results: e2e", v1alpha1.PhaseReady}},
-		{"no jobs at all", nil, created, nil,
+		{"no jobs at all", nil, created, "", nil,
 			want{T, F, T, F, v1alpha1.ReasonVerificationsCompleted, "no blocking jobs; every job has ended", v1alpha1.PhaseAccepted}},
-		{"no blocking jobs, informing running", nil, created, []v1alpha1.VerificationStatus{v("lint", I, v1alpha1.JobPending)},
+		{"no blocking jobs, informing running", nil, created, "", []v1alpha1.VerificationStatus{v("lint", I, v1alpha1.JobPending)},
 			want{T, F, F, F, v1alpha1.ReasonBlockingJobsPending, "no blocking jobs; waiting for: lint", v1alpha1.PhaseReady}},
-		{"no blocking jobs, informing ended", nil, created, []v1alpha1.VerificationStatus{v("lint", I, v1alpha1.JobFailure)},
+		{"no blocking jobs, informing ended", nil, created, "", []v1alpha1.VerificationStatus{v("lint", I, v1alpha1.JobFailure)},
 			want{T, F, T, F, v1alpha1.ReasonVerificationsCompleted, "no blocking jobs; every job has ended", v1alpha1.PhaseAccepted}},
-		{"override accepts a rejected payload", accept, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobFailure)},
+		{"override accepts a rejected payload", accept, created, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobFailure)},
 			want{T, F, T, F, v1alpha1.ReasonManualOverride, "manually accepted: known flake", v1alpha1.PhaseAccepted}},
-		{"override rejects an accepted payload", reject, created, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess)},
+		{"override rejects an accepted payload", reject, created, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess)},
 			want{T, F, F, T, v1alpha1.ReasonManualOverride, "manually rejected: bad commit", v1alpha1.PhaseRejected}},
-		{"override accept waits for creation", accept, creationRunning, nil,
+		{"override accept waits for creation", accept, creationRunning, "", nil,
 			want{U, F, F, F, v1alpha1.ReasonPayloadNotCreated, "waiting for the payload image to be built", v1alpha1.PhasePending}},
-		{"failed creation wins over override", accept, creationFailed, []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess)},
+		{"failed creation wins over override", accept, creationFailed, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess)},
 			want{F, T, F, F, v1alpha1.ReasonPayloadFailed, "the payload failed: BackoffLimitExceeded: push failed", v1alpha1.PhaseFailed}},
-		{"failed creation wins over reject override", reject, creationFailed, nil,
+		{"failed creation wins over reject override", reject, creationFailed, "", nil,
 			want{F, T, F, F, v1alpha1.ReasonPayloadFailed, "the payload failed: BackoffLimitExceeded: push failed", v1alpha1.PhaseFailed}},
+		{"aborted before it was built", accept, creationRunning, "superseded by 4.15.0-2", nil,
+			want{F, T, F, F, v1alpha1.ReasonPayloadFailed, "the payload failed: aborted: superseded by 4.15.0-2", v1alpha1.PhaseFailed}},
+		{"abort comes too late once built", nil, created, "superseded by 4.15.0-2", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess)},
+			want{T, F, T, F, v1alpha1.ReasonBlockingJobsSucceeded, "all 1 blocking jobs succeeded", v1alpha1.PhaseAccepted}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			conditions := ComputeConditions(tt.override, tt.creation, tt.verifications)
+			conditions := ComputeConditions(tt.override, tt.creation, tt.aborted, tt.verifications)
 			get := func(typ string) metav1.Condition { return *meta.FindStatusCondition(conditions, typ) }
 			accepted, rejected := get(v1alpha1.ConditionPayloadAccepted), get(v1alpha1.ConditionPayloadRejected)
 			got := want{

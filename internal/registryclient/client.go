@@ -6,11 +6,14 @@ package registryclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 )
 
 // Client talks to registries.
@@ -112,4 +115,13 @@ func (c *Client) Delete(ctx context.Context, ref string) error {
 		return fmt.Errorf("deleting %s: %w", ref, err)
 	}
 	return nil
+}
+
+// IsNotFound reports whether err says the image or repository does not exist.
+func IsNotFound(err error) bool {
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		return terr.StatusCode == http.StatusNotFound
+	}
+	return false
 }

@@ -1,0 +1,215 @@
+package stream
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+var now = time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+
+// payloadAt is a payload created ago before now, in phase.
+func payloadAt(name string, ago time.Duration, phase v1alpha1.PayloadPhase, annotations ...string) v1alpha1.ReleasePayload {
+	p := v1alpha1.ReleasePayload{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-ago)), Annotations: map[string]string{}}}
+	p.Status.Phase = phase
+	for i := 0; i+1 < len(annotations); i += 2 {
+		p.Annotations[annotations[i]] = annotations[i+1]
+	}
+	if phase == v1alpha1.PhaseAccepted {
+		p.Status.PayloadImage = "registry/release@sha256:" + name
+	}
+	if phase != v1alpha1.PhasePending {
+		p.Status.ReleaseCreationJobResult.Status = v1alpha1.CreationJobSuccess
+	}
+	return p
+}
+
+func TestReleaseTag(t *testing.T) {
+	got := ReleaseTag("4.15.0-0.nightly", time.Date(2026, 11, 22, 9, 30, 5, 0, time.FixedZone("CET", 3600)))
+	if got != "4.15.0-0.nightly-2026-11-22-083005" {
+		t.Errorf("ReleaseTag() = %q", got)
+	}
+}
+
+func TestComponentsHash(t *testing.T) {
+	a := v1alpha1.PinnedComponent{Name: "api", Image: "r/api@sha256:1"}
+	b := v1alpha1.PinnedComponent{Name: "web", Image: "r/web@sha256:2"}
+	if ComponentsHash([]v1alpha1.PinnedComponent{a, b}) != ComponentsHash([]v1alpha1.PinnedComponent{b, a}) {
+		t.Error("hash depends on order")
+	}
+	b2 := b
+	b2.Image = "r/web@sha256:3"
+	if ComponentsHash([]v1alpha1.PinnedComponent{a, b}) == ComponentsHash([]v1alpha1.PinnedComponent{a, b2}) {
+		t.Error("hash ignores a changed digest")
+	}
+	if b.Source = "r/web:latest"; ComponentsHash([]v1alpha1.PinnedComponent{a, b}) != ComponentsHash([]v1alpha1.PinnedComponent{a, {Name: "web", Image: "r/web@sha256:2"}}) {
+		t.Error("hash depends on the source tag")
+	}
+}
+
+func TestDecideCreate(t *testing.T) {
+	hash := "h2"
+	interval := &metav1.Duration{Duration: 10 * time.Minute}
+	hashOf := func(h string) []string { return []string{v1alpha1.AnnotationComponentsHash, h} }
+	tests := []struct {
+		name     string
+		spec     v1alpha1.ReleaseStreamSpec
+		payloads []v1alpha1.ReleasePayload
+		create   bool
+		reason   string
+		requeue  time.Duration
+	}{
+		{"first payload", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1}, nil, true, v1alpha1.ReasonPayloadCreated, 0},
+		{"unchanged components", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1},
+			[]v1alpha1.ReleasePayload{payloadAt("p1", time.Hour, v1alpha1.PhaseAccepted, hashOf("h2")...)}, false, v1alpha1.ReasonUpToDate, 0},
+		{"changed components", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1},
+			[]v1alpha1.ReleasePayload{payloadAt("p1", time.Hour, v1alpha1.PhaseAccepted, hashOf("h1")...)}, true, v1alpha1.ReasonPayloadCreated, 0},
+		{"too many unready", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1},
+			[]v1alpha1.ReleasePayload{payloadAt("p1", time.Hour, v1alpha1.PhaseReady, hashOf("h1")...)}, false, v1alpha1.ReasonTooManyUnready, 0},
+		{"room for another unready", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 2},
+			[]v1alpha1.ReleasePayload{payloadAt("p1", time.Hour, v1alpha1.PhaseReady, hashOf("h1")...)}, true, v1alpha1.ReasonPayloadCreated, 0},
+		{"aborted payloads do not count", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1},
+			[]v1alpha1.ReleasePayload{payloadAt("p1", time.Hour, v1alpha1.PhasePending, append(hashOf("h1"), v1alpha1.AnnotationAborted, "superseded")...)}, true, v1alpha1.ReasonPayloadCreated, 0},
+		{"interval not passed", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1, MinCreationInterval: interval},
+			[]v1alpha1.ReleasePayload{payloadAt("p1", 4*time.Minute, v1alpha1.PhaseAccepted, hashOf("h1")...)}, false, v1alpha1.ReasonCreationInterval, 6 * time.Minute},
+		{"interval passed", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1, MinCreationInterval: interval},
+			[]v1alpha1.ReleasePayload{payloadAt("p1", 10*time.Minute, v1alpha1.PhaseAccepted, hashOf("h1")...)}, true, v1alpha1.ReasonPayloadCreated, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := DecideCreate(&tt.spec, hash, tt.payloads, now)
+			if d.Create != tt.create || d.Reason != tt.reason || d.RequeueAfter != tt.requeue {
+				t.Errorf("DecideCreate() = %+v; want create=%v reason=%s requeue=%s", d, tt.create, tt.reason, tt.requeue)
+			}
+			if !d.Create && d.Message == "" {
+				t.Error("no message says why")
+			}
+		})
+	}
+}
+
+func TestToAbort(t *testing.T) {
+	payloads := []v1alpha1.ReleasePayload{
+		payloadAt("p4", time.Minute, v1alpha1.PhasePending),
+		payloadAt("p3", 2*time.Minute, v1alpha1.PhasePending),
+		payloadAt("p2", 3*time.Minute, v1alpha1.PhaseReady),
+		payloadAt("p1", 4*time.Minute, v1alpha1.PhasePending, v1alpha1.AnnotationAborted, "superseded"),
+		payloadAt("p0", 5*time.Minute, v1alpha1.PhaseFailed),
+	}
+	got := ToAbort(payloads)
+	if len(got) != 1 || got[0].Name != "p3" {
+		t.Errorf("ToAbort() = %v, want [p3]", names(got))
+	}
+}
+
+func names(ps []*v1alpha1.ReleasePayload) []string {
+	var n []string
+	for _, p := range ps {
+		n = append(n, p.Name)
+	}
+	return n
+}
+
+func TestCollect(t *testing.T) {
+	day := 24 * time.Hour
+	keep := []string{v1alpha1.AnnotationKeep, ""}
+	payloads := []v1alpha1.ReleasePayload{
+		payloadAt("a6", 1*day, v1alpha1.PhaseReady),
+		payloadAt("a5", 2*day, v1alpha1.PhaseAccepted),
+		payloadAt("r5", 3*day, v1alpha1.PhaseRejected),
+		payloadAt("a4", 4*day, v1alpha1.PhaseAccepted),
+		payloadAt("f4", 5*day, v1alpha1.PhaseFailed),
+		payloadAt("a3", 6*day, v1alpha1.PhaseAccepted),
+		payloadAt("r3", 7*day, v1alpha1.PhaseRejected),
+		payloadAt("r2", 8*day, v1alpha1.PhaseRejected, keep...),
+		payloadAt("a2", 9*day, v1alpha1.PhaseAccepted, keep...),
+		payloadAt("a1", 10*day, v1alpha1.PhaseAccepted),
+		payloadAt("p1", 11*day, v1alpha1.PhasePending),
+	}
+	tests := []struct {
+		name      string
+		retention v1alpha1.Retention
+		want      []string
+	}{
+		{"keep two accepted", v1alpha1.Retention{KeepAccepted: 2}, []string{"a3", "a1", "f4", "r3"}},
+		{"keep two, or younger than a week", v1alpha1.Retention{KeepAccepted: 2, AcceptedMaxAge: &metav1.Duration{Duration: 7 * day}}, []string{"a1", "r3"}},
+		{"keep everything by default", v1alpha1.Retention{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := names(Collect(tt.retention, payloads, now))
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("Collect() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if got := Collect(v1alpha1.Retention{KeepAccepted: 1}, []v1alpha1.ReleasePayload{payloadAt("r1", day, v1alpha1.PhaseRejected)}, now); len(got) != 0 {
+		t.Errorf("rejected payloads were collected without any accepted one: %v", names(got))
+	}
+}
+
+func TestJobsToCollect(t *testing.T) {
+	ttl := time.Hour
+	jobs := []JobInfo{
+		{Name: "orphan-running", PayloadKey: "ns/gone"},
+		{Name: "old", PayloadKey: "ns/p", FinishedAt: now.Add(-2 * time.Hour), Recorded: true},
+		{Name: "old-unrecorded", PayloadKey: "ns/p", FinishedAt: now.Add(-2 * time.Hour)},
+		{Name: "recent", PayloadKey: "ns/p", FinishedAt: now.Add(-40 * time.Minute), Recorded: true},
+		{Name: "running", PayloadKey: "ns/p"},
+	}
+	exists := func(key string) bool { return key == "ns/p" }
+	got, next := JobsToCollect(jobs, exists, &ttl, now)
+	var gotNames []string
+	for _, j := range got {
+		gotNames = append(gotNames, j.Name)
+	}
+	if fmt.Sprint(gotNames) != "[orphan-running old]" || next != 20*time.Minute {
+		t.Errorf("JobsToCollect() = %v, next %s", gotNames, next)
+	}
+	if got, _ := JobsToCollect(jobs, exists, nil, now); len(got) != 1 {
+		t.Errorf("without a TTL only orphans go: %v", got)
+	}
+}
+
+func TestRecordUpgrades(t *testing.T) {
+	completed := metav1.NewTime(now)
+	p := payloadAt("4.15.1-2026-11-22-093000", time.Hour, v1alpha1.PhaseAccepted)
+	p.Status.Verifications = []v1alpha1.VerificationStatus{{Name: "upgrade", Runs: []v1alpha1.JobRun{
+		{Name: "u-1", UpgradeFrom: "4.15.0-2026-11-21-000000", State: v1alpha1.JobFailure, URL: "http://logs/u-1", CompletionTime: &completed},
+		{Name: "u-2", UpgradeFrom: "4.15.0-2026-11-21-000000", State: v1alpha1.JobPending},
+	}}, {Name: "e2e", Runs: []v1alpha1.JobRun{{Name: "e-1", State: v1alpha1.JobSuccess}}}}
+
+	graph, changed := RecordUpgrades(UpgradeGraph{}, []v1alpha1.ReleasePayload{p})
+	if !changed || len(graph.Edges) != 1 || graph.Edges[0].From != "4.15.0-2026-11-21-000000" || graph.Edges[0].State != v1alpha1.JobFailure {
+		t.Fatalf("first record: changed=%v %+v", changed, graph)
+	}
+	if _, changed := RecordUpgrades(graph, []v1alpha1.ReleasePayload{p}); changed {
+		t.Error("recording the same results again changed the graph")
+	}
+	// The payload is collected: its edges stay.
+	if g, changed := RecordUpgrades(graph, nil); changed || len(g.Edges) != 1 {
+		t.Errorf("collection lost edges: %+v", g)
+	}
+	p.Status.Verifications[0].Runs[1].State = v1alpha1.JobSuccess
+	if g, changed := RecordUpgrades(graph, []v1alpha1.ReleasePayload{p}); !changed || len(g.Edges) != 2 {
+		t.Errorf("second run not recorded: %+v", g)
+	}
+}
+
+func TestNewestAccepted(t *testing.T) {
+	payloads := []v1alpha1.ReleasePayload{
+		payloadAt("4.16.0-2026-11-22-000000", time.Hour, v1alpha1.PhaseRejected),
+		payloadAt("4.15.10-2026-11-20-000000", 2*time.Hour, v1alpha1.PhaseAccepted),
+		payloadAt("4.15.9-2026-11-21-000000", 3*time.Hour, v1alpha1.PhaseAccepted),
+	}
+	if got := NewestAccepted(payloads); got == nil || got.Name != "4.15.10-2026-11-20-000000" {
+		t.Errorf("NewestAccepted() = %v", got)
+	}
+	if got := Counts(payloads); got.Accepted != 2 || got.Rejected != 1 {
+		t.Errorf("Counts() = %+v", got)
+	}
+}

@@ -1,0 +1,101 @@
+package stream
+
+import (
+	"slices"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/verify"
+)
+
+// UpgradeGraphKey is the ConfigMap key holding a stream's upgrade graph as JSON.
+const UpgradeGraphKey = "graph.json"
+
+// UpgradeGraphName is the name of the ConfigMap holding a stream's upgrade graph.
+func UpgradeGraphName(stream string) string {
+	return verify.ObjectName(stream, "upgrade-graph")
+}
+
+// CreationJobName is the name of a payload's creation job.
+func CreationJobName(tag string) string {
+	return verify.ObjectName(tag, "build")
+}
+
+// NewPayload is the payload of stream for tag, pinning components and copying the stream's
+// verification list, so later edits of the stream do not change it.
+func NewPayload(stream *v1alpha1.ReleaseStream, tag, hash string, components []v1alpha1.PinnedComponent) *v1alpha1.ReleasePayload {
+	return &v1alpha1.ReleasePayload{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   stream.Namespace,
+			Name:        tag,
+			Labels:      map[string]string{v1alpha1.LabelStream: stream.Name},
+			Annotations: map[string]string{v1alpha1.AnnotationComponentsHash: hash},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: v1alpha1.GroupVersion.String(), Kind: "ReleaseStream", Name: stream.Name, UID: stream.UID,
+			}},
+		},
+		Spec: v1alpha1.ReleasePayloadSpec{
+			PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: stream.Name, Tag: tag},
+			Components:         slices.Clone(components),
+			PayloadCreationConfig: v1alpha1.PayloadCreationConfig{
+				Repository:       stream.Spec.PayloadRepository,
+				MirrorRepository: stream.Spec.MirrorRepository,
+			},
+			PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{
+				Verifications: deepCopyVerifications(stream.Spec.Verification),
+			},
+		},
+	}
+}
+
+func deepCopyVerifications(in []v1alpha1.Verification) []v1alpha1.Verification {
+	out := make([]v1alpha1.Verification, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+// NewCreationJob is the Job that builds and pushes the payload's image with
+// `release-controller payload build`.
+func NewCreationJob(p *v1alpha1.ReleasePayload, image, serviceAccount string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:       p.Namespace,
+			Name:            CreationJobName(p.Name),
+			Labels:          verify.Labels(p, v1alpha1.JobTypeCreation),
+			OwnerReferences: []metav1.OwnerReference{verify.OwnerReference(p)},
+		},
+		Spec: batchv1.JobSpec{
+			// One retry covers a registry hiccup; a broken component fails the payload.
+			BackoffLimit:          ptr.To[int32](1),
+			ActiveDeadlineSeconds: ptr.To[int64](1800),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: verify.Labels(p, v1alpha1.JobTypeCreation)},
+				Spec: corev1.PodSpec{
+					RestartPolicy:      corev1.RestartPolicyNever,
+					ServiceAccountName: serviceAccount,
+					Containers: []corev1.Container{{
+						Name:    "build",
+						Image:   image,
+						Command: []string{"release-controller", "payload", "build", "--payload", p.Namespace + "/" + p.Name},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func joinSet(set map[string]bool) string {
+	names := make([]string, 0, len(set))
+	for name := range set {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}

@@ -1,0 +1,149 @@
+package verify
+
+import (
+	"slices"
+	"time"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+// Backoff spaces the retries of a failed verification: Base after the first failure,
+// doubling with each further failure, never more than Cap.
+type Backoff struct {
+	Base, Cap time.Duration
+}
+
+// DefaultBackoff is used when the controller is not told otherwise.
+var DefaultBackoff = Backoff{Base: 30 * time.Second, Cap: 10 * time.Minute}
+
+// Delay is the wait before the retry that follows the given number of failed runs.
+func (b Backoff) Delay(failures int32) time.Duration {
+	d := b.Base
+	for i := int32(1); i < failures && d < b.Cap; i++ {
+		d *= 2
+	}
+	return min(d, b.Cap)
+}
+
+// Launch is one run to start.
+type Launch struct {
+	Verification v1alpha1.Verification
+	Attempt      int32
+	// UpgradeFrom and UpgradeFromImage name the release an upgrade run starts from.
+	UpgradeFrom      string
+	UpgradeFromImage string
+}
+
+// UpgradeSource is an accepted release an upgrade can start from.
+type UpgradeSource struct {
+	Tag, Image string
+}
+
+// Plan is what to do for a payload's verifications now.
+type Plan struct {
+	Launches []Launch
+	// Skipped are upgrade verifications that have no accepted release to start from.
+	Skipped []string
+	// RequeueAfter is when the next retry is due, zero when none is waiting.
+	RequeueAfter time.Duration
+}
+
+// PlanRuns decides which runs of a created payload are due. Verifications without runs get
+// their first run (all runs, for aggregated ones); a verification whose runs all failed gets
+// its next attempt once the backoff has passed, while attempts are left. Upgrade runs start
+// from the accepted release SelectUpgradeSource picks among accepted (retries keep the first
+// run's source while it is still there); without one the verification is skipped. Launching is
+// idempotent: a planned run whose object exists already is found again by its deterministic name.
+func PlanRuns(p *v1alpha1.ReleasePayload, now time.Time, backoff Backoff, accepted []UpgradeSource) Plan {
+	var plan Plan
+	if p.Status.PayloadImage == "" || p.Status.Phase == v1alpha1.PhaseFailed || p.Status.Phase == v1alpha1.PhasePending {
+		return plan
+	}
+	skipped := p.SkippedUpgrades()
+	for _, v := range p.Spec.PayloadVerificationConfig.Verifications {
+		if skipped[v.Name] {
+			continue
+		}
+		status := statusOf(p, v.Name)
+		var source UpgradeSource
+		if v.UpgradeFrom != "" {
+			var ok bool
+			if source, ok = upgradeSource(v.UpgradeFrom, p.Name, status.Runs, accepted); !ok {
+				if len(status.Runs) == 0 {
+					plan.Skipped = append(plan.Skipped, v.Name)
+				}
+				continue
+			}
+		}
+		launch := func(attempt int32) {
+			plan.Launches = append(plan.Launches, Launch{Verification: v, Attempt: attempt, UpgradeFrom: source.Tag, UpgradeFromImage: source.Image})
+		}
+		if v.Aggregation != nil {
+			for attempt := int32(1); attempt <= v.Aggregation.Runs; attempt++ {
+				if !slices.ContainsFunc(status.Runs, func(r v1alpha1.JobRun) bool { return r.Attempt == attempt }) {
+					launch(attempt)
+				}
+			}
+			continue
+		}
+		if len(status.Runs) == 0 {
+			launch(1)
+			continue
+		}
+		if status.State != v1alpha1.JobPending {
+			continue // decided: passed, or out of attempts
+		}
+		if slices.ContainsFunc(status.Runs, func(r v1alpha1.JobRun) bool { return !r.State.IsTerminal() }) {
+			continue // a run is still going
+		}
+		// Every run ended without success (a success would have decided the state).
+		failures := int32(len(status.Runs))
+		var last int32
+		var lastEnded time.Time
+		for _, r := range status.Runs {
+			last = max(last, r.Attempt)
+			if r.CompletionTime != nil && r.CompletionTime.After(lastEnded) {
+				lastEnded = r.CompletionTime.Time
+			}
+		}
+		if last >= v.MaxRetries+1 {
+			continue
+		}
+		if due := lastEnded.Add(backoff.Delay(failures)); now.Before(due) {
+			if wait := due.Sub(now); plan.RequeueAfter == 0 || wait < plan.RequeueAfter {
+				plan.RequeueAfter = wait
+			}
+			continue
+		}
+		launch(last + 1)
+	}
+	return plan
+}
+
+func statusOf(p *v1alpha1.ReleasePayload, name string) v1alpha1.VerificationStatus {
+	for _, s := range p.Status.Verifications {
+		if s.Name == name {
+			return s
+		}
+	}
+	return v1alpha1.VerificationStatus{Name: name, State: v1alpha1.JobPending}
+}
+
+// upgradeSource is where an upgrade verification of tag starts: the source of its earlier
+// runs while that release is still accepted, else a fresh pick.
+func upgradeSource(mode v1alpha1.UpgradeFrom, tag string, runs []v1alpha1.JobRun, accepted []UpgradeSource) (UpgradeSource, bool) {
+	byTag := make(map[string]UpgradeSource, len(accepted))
+	tags := make([]string, 0, len(accepted))
+	for _, a := range accepted {
+		byTag[a.Tag] = a
+		tags = append(tags, a.Tag)
+	}
+	for _, r := range runs {
+		if source, ok := byTag[r.UpgradeFrom]; ok {
+			return source, true
+		}
+	}
+	picked, ok := SelectUpgradeSource(mode, tag, tags)
+	return byTag[picked], ok
+}
+

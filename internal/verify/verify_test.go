@@ -1,0 +1,255 @@
+package verify
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+func TestObjectName(t *testing.T) {
+	long := "4.15.0-0.nightly-multi-arch-priv-2026-11-22-093000"
+	tests := []struct {
+		parts []string
+		want  string
+	}{
+		{[]string{"4.15.0-2026-11-22-093000", "e2e", "1"}, "4.15.0-2026-11-22-093000-e2e-1"},
+		{[]string{long, "e2e-aws-ovn-upgrade-from-previous", "2"}, "4.15.0-0.nightly-multi-arch-priv-2026-11-22-093000-e-18b11c77e3"},
+	}
+	for _, tt := range tests {
+		got := ObjectName(tt.parts...)
+		if got != tt.want {
+			t.Errorf("ObjectName(%q) = %q, want %q", tt.parts, got, tt.want)
+		}
+		if len(got) > MaxNameLength || len(validation.IsDNS1123Subdomain(got)) > 0 || len(validation.IsValidLabelValue(got)) > 0 {
+			t.Errorf("ObjectName(%q) = %q is not a valid name and label value", tt.parts, got)
+		}
+	}
+	if ObjectName(long, "e2e-aws-ovn-upgrade-from-previous", "2") == ObjectName(long, "e2e-aws-ovn-upgrade-from-previous", "3") {
+		t.Error("long names of different runs collide")
+	}
+}
+
+func TestSelectUpgradeSource(t *testing.T) {
+	accepted := []string{
+		"4.14.3-2026-11-01-000000", "4.15.0-2026-11-20-000000", "4.15.1-2026-11-21-000000",
+		"4.15.1-2026-11-22-000000", "4.14.9-2026-11-10-000000", "not-semver", "4.16.0-2026-11-23-000000",
+	}
+	tests := []struct {
+		mode   v1alpha1.UpgradeFrom
+		tag    string
+		want   string
+		wantOK bool
+	}{
+		{v1alpha1.UpgradeFromPrevious, "4.15.1-2026-11-22-120000", "4.15.1-2026-11-22-000000", true},
+		{v1alpha1.UpgradeFromPreviousMinus1, "4.15.1-2026-11-22-120000", "4.15.1-2026-11-21-000000", true},
+		{v1alpha1.UpgradeFromPreviousMinor, "4.15.1-2026-11-22-120000", "4.14.9-2026-11-10-000000", true},
+		{v1alpha1.UpgradeFromPreviousPatch, "4.15.1-2026-11-22-120000", "4.15.0-2026-11-20-000000", true},
+		{v1alpha1.UpgradeFromPreviousPatch, "4.15.0-2026-11-22-120000", "", false},
+		{v1alpha1.UpgradeFromPreviousMinor, "4.0.0-2026-11-22-120000", "", false},
+		{v1alpha1.UpgradeFromPrevious, "4.14.0-2026-01-01-000000", "", false},
+		{v1alpha1.UpgradeFromPrevious, "garbage", "", false},
+		// The payload itself, and newer ones, are never sources.
+		{v1alpha1.UpgradeFromPrevious, "4.15.0-2026-11-20-000000", "4.14.9-2026-11-10-000000", true},
+	}
+	for _, tt := range tests {
+		got, ok := SelectUpgradeSource(tt.mode, tt.tag, accepted)
+		if got != tt.want || ok != tt.wantOK {
+			t.Errorf("SelectUpgradeSource(%s, %s) = %q, %v; want %q, %v", tt.mode, tt.tag, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+func TestBackoffDelay(t *testing.T) {
+	b := Backoff{Base: 10 * time.Second, Cap: time.Minute}
+	for failures, want := range map[int32]time.Duration{1: 10 * time.Second, 2: 20 * time.Second, 3: 40 * time.Second, 4: time.Minute, 30: time.Minute} {
+		if got := b.Delay(failures); got != want {
+			t.Errorf("Delay(%d) = %s, want %s", failures, got, want)
+		}
+	}
+}
+
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func ended(attempt int32, state v1alpha1.JobState, ago time.Duration) v1alpha1.JobRun {
+	t := metav1.NewTime(now.Add(-ago))
+	return v1alpha1.JobRun{Kind: v1alpha1.RunKindJob, Name: "r", Attempt: attempt, State: state, CompletionTime: &t}
+}
+
+func payloadWith(verifications []v1alpha1.Verification, status []v1alpha1.VerificationStatus) *v1alpha1.ReleasePayload {
+	return &v1alpha1.ReleasePayload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "4.15.1-2026-11-22-120000"},
+		Spec: v1alpha1.ReleasePayloadSpec{
+			PayloadCoordinates:        v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: "4.15.1-2026-11-22-120000"},
+			PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{Verifications: verifications},
+		},
+		Status: v1alpha1.ReleasePayloadStatus{Phase: v1alpha1.PhaseReady, PayloadImage: "registry/release@sha256:abc", Verifications: status},
+	}
+}
+
+func TestPlanRuns(t *testing.T) {
+	backoff := Backoff{Base: time.Minute, Cap: 10 * time.Minute}
+	accepted := []UpgradeSource{{Tag: "4.15.0-2026-11-20-000000", Image: "registry/release@sha256:old"}}
+	retried := v1alpha1.Verification{Name: "e2e", MaxRetries: 2}
+	pending := v1alpha1.JobPending
+	type launch struct {
+		name        string
+		attempt     int32
+		upgradeFrom string
+	}
+	tests := []struct {
+		name     string
+		payload  *v1alpha1.ReleasePayload
+		accepted []UpgradeSource
+		want     []launch
+		skipped  []string
+		requeue  time.Duration
+	}{
+		{"not built yet", func() *v1alpha1.ReleasePayload {
+			p := payloadWith([]v1alpha1.Verification{retried}, nil)
+			p.Status.PayloadImage = ""
+			return p
+		}(), accepted, nil, nil, 0},
+		{"failed payload", func() *v1alpha1.ReleasePayload {
+			p := payloadWith([]v1alpha1.Verification{retried}, nil)
+			p.Status.Phase = v1alpha1.PhaseFailed
+			return p
+		}(), accepted, nil, nil, 0},
+		{"first runs", payloadWith([]v1alpha1.Verification{retried, {Name: "lint", Type: v1alpha1.Informing}}, nil), accepted,
+			[]launch{{"e2e", 1, ""}, {"lint", 1, ""}}, nil, 0},
+		{"running", payloadWith([]v1alpha1.Verification{retried}, []v1alpha1.VerificationStatus{{Name: "e2e", State: pending, Runs: []v1alpha1.JobRun{{Attempt: 1, State: pending}}}}), accepted,
+			nil, nil, 0},
+		{"retry waits for the backoff", payloadWith([]v1alpha1.Verification{retried}, []v1alpha1.VerificationStatus{{Name: "e2e", State: pending, Runs: []v1alpha1.JobRun{ended(1, v1alpha1.JobFailure, 20*time.Second)}}}), accepted,
+			nil, nil, 40 * time.Second},
+		{"retry after the backoff", payloadWith([]v1alpha1.Verification{retried}, []v1alpha1.VerificationStatus{{Name: "e2e", State: pending, Runs: []v1alpha1.JobRun{ended(1, v1alpha1.JobFailure, 2*time.Minute)}}}), accepted,
+			[]launch{{"e2e", 2, ""}}, nil, 0},
+		{"second retry backs off longer", payloadWith([]v1alpha1.Verification{retried}, []v1alpha1.VerificationStatus{{Name: "e2e", State: pending, Runs: []v1alpha1.JobRun{ended(1, v1alpha1.JobFailure, 5*time.Minute), ended(2, v1alpha1.JobUnknown, 90*time.Second)}}}), accepted,
+			nil, nil, 30 * time.Second},
+		{"out of attempts", payloadWith([]v1alpha1.Verification{retried}, []v1alpha1.VerificationStatus{{Name: "e2e", State: v1alpha1.JobFailure, Runs: []v1alpha1.JobRun{ended(1, v1alpha1.JobFailure, time.Hour), ended(2, v1alpha1.JobFailure, time.Hour), ended(3, v1alpha1.JobFailure, time.Hour)}}}), accepted,
+			nil, nil, 0},
+		{"passed", payloadWith([]v1alpha1.Verification{retried}, []v1alpha1.VerificationStatus{{Name: "e2e", State: v1alpha1.JobSuccess, Runs: []v1alpha1.JobRun{ended(1, v1alpha1.JobSuccess, time.Hour)}}}), accepted,
+			nil, nil, 0},
+		{"aggregated launches the missing runs", payloadWith([]v1alpha1.Verification{{Name: "agg", Aggregation: &v1alpha1.Aggregation{Runs: 3, PassRatio: 0.6}}},
+			[]v1alpha1.VerificationStatus{{Name: "agg", State: pending, Runs: []v1alpha1.JobRun{{Attempt: 2, State: pending}}}}), accepted,
+			[]launch{{"agg", 1, ""}, {"agg", 3, ""}}, nil, 0},
+		{"upgrade from the previous accepted", payloadWith([]v1alpha1.Verification{{Name: "upgrade", UpgradeFrom: v1alpha1.UpgradeFromPrevious}}, nil), accepted,
+			[]launch{{"upgrade", 1, "4.15.0-2026-11-20-000000"}}, nil, 0},
+		{"upgrade without a candidate is skipped", payloadWith([]v1alpha1.Verification{{Name: "upgrade", UpgradeFrom: v1alpha1.UpgradeFromPreviousMinor}}, nil), accepted,
+			nil, []string{"upgrade"}, 0},
+		{"upgrade retry keeps its source", payloadWith([]v1alpha1.Verification{{Name: "upgrade", UpgradeFrom: v1alpha1.UpgradeFromPrevious, MaxRetries: 1}},
+			[]v1alpha1.VerificationStatus{{Name: "upgrade", State: pending, Runs: []v1alpha1.JobRun{func() v1alpha1.JobRun {
+				r := ended(1, v1alpha1.JobFailure, time.Hour)
+				r.UpgradeFrom = "4.14.9-2026-11-10-000000"
+				return r
+			}()}}}), append([]UpgradeSource{{Tag: "4.14.9-2026-11-10-000000", Image: "registry/release@sha256:older"}}, accepted...),
+			[]launch{{"upgrade", 2, "4.14.9-2026-11-10-000000"}}, nil, 0},
+		{"skipped stays skipped", func() *v1alpha1.ReleasePayload {
+			p := payloadWith([]v1alpha1.Verification{{Name: "upgrade", UpgradeFrom: v1alpha1.UpgradeFromPrevious}}, nil)
+			p.Annotations = map[string]string{v1alpha1.AnnotationUpgradeSkipped: "upgrade"}
+			return p
+		}(), accepted, nil, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := PlanRuns(tt.payload, now, backoff, tt.accepted)
+			var got []launch
+			for _, l := range plan.Launches {
+				got = append(got, launch{l.Verification.Name, l.Attempt, l.UpgradeFrom})
+				if l.UpgradeFrom != "" && l.UpgradeFromImage == "" {
+					t.Errorf("upgrade launch without an image: %+v", l)
+				}
+			}
+			if !equal(got, tt.want) || !equal(plan.Skipped, tt.skipped) || plan.RequeueAfter != tt.requeue {
+				t.Errorf("PlanRuns() = %v skipped %v requeue %s; want %v skipped %v requeue %s", got, plan.Skipped, plan.RequeueAfter, tt.want, tt.skipped, tt.requeue)
+			}
+		})
+	}
+}
+
+func equal[T comparable](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestNewJob(t *testing.T) {
+	p := payloadWith(nil, nil)
+	p.UID = "uid-1"
+	v := v1alpha1.Verification{Name: "upgrade", Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"team": "qe"}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "init", Image: "busybox"}},
+			Containers:     []corev1.Container{{Name: "test", Image: "tests", Env: []corev1.EnvVar{{Name: "RELEASE_TAG", Value: "stale"}, {Name: "KEEP", Value: "1"}}}},
+		}}},
+	}}}
+	job, err := NewJob(p, Launch{Verification: v, Attempt: 2, UpgradeFrom: "4.15.0-2026-11-20-000000", UpgradeFromImage: "registry/release@sha256:old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Name != "4.15.1-2026-11-22-120000-upgrade-2" || job.Namespace != "ns" {
+		t.Errorf("job named %s/%s", job.Namespace, job.Name)
+	}
+	wantLabels := map[string]string{"team": "qe", v1alpha1.LabelStream: "nightly", v1alpha1.LabelPayload: p.Name, v1alpha1.LabelJobType: v1alpha1.JobTypeVerification, v1alpha1.LabelVerify: "upgrade"}
+	for k, v := range wantLabels {
+		if job.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, job.Labels[k], v)
+		}
+	}
+	if job.Annotations[v1alpha1.AnnotationAttempt] != "2" || job.Annotations[v1alpha1.AnnotationUpgradeFrom] != "4.15.0-2026-11-20-000000" {
+		t.Errorf("annotations %v", job.Annotations)
+	}
+	if len(job.OwnerReferences) != 1 || job.OwnerReferences[0].UID != "uid-1" {
+		t.Errorf("owner references %v", job.OwnerReferences)
+	}
+	if job.Spec.Template.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("restart policy %q", job.Spec.Template.Spec.RestartPolicy)
+	}
+	for _, c := range append(job.Spec.Template.Spec.InitContainers, job.Spec.Template.Spec.Containers...) {
+		env := map[string]string{}
+		for _, e := range c.Env {
+			if _, dup := env[e.Name]; dup {
+				t.Errorf("container %s: %s set twice", c.Name, e.Name)
+			}
+			env[e.Name] = e.Value
+		}
+		if env["RELEASE_IMAGE_LATEST"] != "registry/release@sha256:abc" || env["RELEASE_TAG"] != p.Name || env["RELEASE_STREAM"] != "nightly" || env["RELEASE_IMAGE_INITIAL"] != "registry/release@sha256:old" {
+			t.Errorf("container %s env %v", c.Name, env)
+		}
+	}
+	if v.Job.Template.Spec.Template.Spec.Containers[0].Env[0].Value != "stale" {
+		t.Error("NewJob modified the payload's template")
+	}
+}
+
+func TestNewProwJob(t *testing.T) {
+	p := payloadWith(nil, nil)
+	v := v1alpha1.Verification{Name: "e2e-aws", ProwJob: &v1alpha1.ProwJobBackend{Namespace: "ci", Spec: prowv1.ProwJobSpec{
+		Job: "periodic-e2e-aws", PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "test", Image: "tests"}}},
+	}}}
+	pj, err := NewProwJob(p, Launch{Verification: v, Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pj.Namespace != "ci" || pj.Labels[v1alpha1.LabelPayloadNamespace] != "ns" || len(pj.OwnerReferences) != 0 {
+		t.Errorf("prowjob in another namespace: %s labels %v owners %v", pj.Namespace, pj.Labels, pj.OwnerReferences)
+	}
+	if pj.Spec.Type != prowv1.PeriodicJob || pj.Spec.Agent != prowv1.KubernetesAgent || pj.Spec.Job != "periodic-e2e-aws" {
+		t.Errorf("spec %+v", pj.Spec)
+	}
+	if env := pj.Spec.PodSpec.Containers[0].Env; len(env) != 3 || !strings.HasPrefix(env[0].Value, "registry/release@") {
+		t.Errorf("env %v", env)
+	}
+}
