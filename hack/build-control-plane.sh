@@ -50,5 +50,5 @@ if [ ! -x "$out/kubectl" ]; then
   step "kubectl built after $(( $(date +%s) - start ))s"
 fi
 "$out/kube-apiserver" --version
-"$out/kubectl" version --client | head -n 1
-"$out/etcd" --version | head -n 1
+"$out/kubectl" version --client | sed -n 1p
+"$out/etcd" --version | sed -n 1p
