@@ -123,11 +123,16 @@ type ComponentStatus struct {
 
 // PayloadCounts counts a stream's payloads by phase.
 type PayloadCounts struct {
-	Pending  int32 `json:"pending"`
-	Ready    int32 `json:"ready"`
-	Accepted int32 `json:"accepted"`
-	Rejected int32 `json:"rejected"`
-	Failed   int32 `json:"failed"`
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+	// +optional
+	Ready int32 `json:"ready,omitempty"`
+	// +optional
+	Accepted int32 `json:"accepted,omitempty"`
+	// +optional
+	Rejected int32 `json:"rejected,omitempty"`
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
 }
 
 // ReleaseStreamStatus is what the stream controller observed and did.

@@ -1,0 +1,240 @@
+package stream_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/verify"
+)
+
+// TestReleaseFlow follows a stream from its first payload to an accepted, published release,
+// then a component change to a second payload whose upgrade job starts from the first.
+func TestReleaseFlow(t *testing.T) {
+	ns := env.Namespace(t)
+	api := pushImage(t, repo(ns, "api")+":latest", nil)
+	web := pushImage(t, repo(ns, "web")+":latest", nil)
+	upgrade := jobVerification("upgrade")
+	upgrade.UpgradeFrom = v1alpha1.UpgradeFromPrevious
+	s := newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
+		s.Spec.Verification = []v1alpha1.Verification{jobVerification("e2e"), upgrade}
+		s.Spec.PublishTags = []string{"latest", "4.15"}
+	}, "api", "web")
+
+	first := waitPayloads(t, ns, 1)[0]
+	g := NewWithT(t)
+	g.Expect(first.Name).To(HavePrefix("4.15.0-0.nightly-"))
+	g.Expect(first.Spec.Components).To(ConsistOf(
+		v1alpha1.PinnedComponent{Name: "api", Image: api, Source: repo(ns, "api") + ":latest"},
+		v1alpha1.PinnedComponent{Name: "web", Image: web, Source: repo(ns, "web") + ":latest"},
+	))
+	g.Expect(first.Spec.PayloadVerificationConfig.Verifications).To(HaveLen(2))
+	creation := waitJob(t, ns, stream.CreationJobName(first.Name))
+	g.Expect(creation.Labels).To(Equal(map[string]string{
+		v1alpha1.LabelStream: "nightly", v1alpha1.LabelPayload: first.Name, v1alpha1.LabelJobType: v1alpha1.JobTypeCreation,
+	}))
+	g.Expect(creation.Spec.Template.Spec.Containers[0].Command).To(Equal([]string{"release-controller", "payload", "build", "--payload", ns + "/" + first.Name}))
+	waitStream(t, s, func(g Gomega, s *v1alpha1.ReleaseStream) {
+		g.Expect(meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionImported)).To(BeTrue())
+		g.Expect(s.Status.LatestPayload).To(Equal(first.Name))
+		g.Expect(s.Status.Components).To(HaveLen(2))
+	})
+
+	firstImage := build(t, &first)
+	e2e := waitJob(t, ns, verify.RunName(first.Name, "e2e", 1))
+	g.Expect(envOf(e2e)).To(Equal(map[string]string{
+		v1alpha1.EnvReleaseImageLatest: firstImage, v1alpha1.EnvReleaseTag: first.Name, v1alpha1.EnvReleaseStream: "nightly",
+	}))
+	g.Expect(e2e.Labels).To(HaveKeyWithValue(v1alpha1.LabelVerify, "e2e"))
+	// The first payload has nothing to upgrade from: its upgrade verification is recorded as skipped.
+	waitPayload(t, ns, first.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationUpgradeSkipped, "upgrade"))
+	})
+	finish(t, e2e, true)
+	waitPayload(t, ns, first.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseAccepted))
+	})
+	waitStream(t, s, func(g Gomega, s *v1alpha1.ReleaseStream) {
+		g.Expect(s.Status.LatestAccepted).To(Equal(first.Name))
+		g.Expect(s.Status.PublishedImage).To(Equal(firstImage))
+		g.Expect(s.Status.Payloads.Accepted).To(BeEquivalentTo(1))
+	})
+	g.Expect(digestOf(t, repo(ns, "release")+":latest")).To(Equal(firstImage))
+	g.Expect(digestOf(t, repo(ns, "release")+":4.15")).To(Equal(firstImage))
+
+	// A new build of a component makes a new payload; its upgrade starts from the first.
+	newAPI := pushImage(t, repo(ns, "api")+":latest", map[string]string{"build": "2"})
+	second := waitPayloads(t, ns, 2)[0]
+	g.Expect(second.Spec.Components).To(ContainElement(v1alpha1.PinnedComponent{Name: "api", Image: newAPI, Source: repo(ns, "api") + ":latest"}))
+	build(t, &second)
+	upgradeJob := waitJob(t, ns, verify.RunName(second.Name, "upgrade", 1))
+	g.Expect(envOf(upgradeJob)).To(HaveKeyWithValue(v1alpha1.EnvReleaseImageInitial, firstImage))
+	g.Expect(upgradeJob.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationUpgradeFrom, first.Name))
+	finish(t, upgradeJob, false)
+	finish(t, waitJob(t, ns, verify.RunName(second.Name, "e2e", 1)), true)
+	waitPayload(t, ns, second.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseRejected))
+	})
+	// The upgrade result is in the stream's upgrade graph; the published tags did not move.
+	NewWithT(t).Eventually(func(g Gomega) {
+		cm := &corev1.ConfigMap{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: stream.UpgradeGraphName("nightly")}, cm)).To(Succeed())
+		var graph stream.UpgradeGraph
+		g.Expect(json.Unmarshal([]byte(cm.Data[stream.UpgradeGraphKey]), &graph)).To(Succeed())
+		g.Expect(graph.Edges).To(HaveLen(1))
+		g.Expect(graph.Edges[0]).To(And(
+			HaveField("From", first.Name), HaveField("To", second.Name), HaveField("State", v1alpha1.JobFailure)))
+	}).WithTimeout(waitTimeout).Should(Succeed())
+	g.Expect(digestOf(t, repo(ns, "release")+":latest")).To(Equal(firstImage))
+}
+
+func TestUnresolvedComponentBlocksCreation(t *testing.T) {
+	ns := env.Namespace(t)
+	pushImage(t, repo(ns, "api")+":latest", nil)
+	s := newStream(t, ns, nil, "api", "web")
+	waitStream(t, s, func(g Gomega, s *v1alpha1.ReleaseStream) {
+		c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionImported)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring("1 of 2 components did not resolve"))
+		g.Expect(c.Message).To(ContainSubstring("web ("))
+		g.Expect(s.Status.Components[1].Failures).To(BeNumerically(">=", 1))
+	})
+	NewWithT(t).Consistently(func(g Gomega) { g.Expect(payloads(g, ns)).To(BeEmpty()) }).WithTimeout(time.Second).Should(Succeed())
+	pushImage(t, repo(ns, "web")+":latest", nil)
+	waitPayloads(t, ns, 1)
+	waitStream(t, s, func(g Gomega, s *v1alpha1.ReleaseStream) {
+		g.Expect(meta.IsStatusConditionTrue(s.Status.Conditions, v1alpha1.ConditionImported)).To(BeTrue())
+	})
+}
+
+func TestMaxUnreadyReleases(t *testing.T) {
+	ns := env.Namespace(t)
+	pushImage(t, repo(ns, "api")+":latest", nil)
+	s := newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
+		s.Spec.Verification = []v1alpha1.Verification{jobVerification("e2e")}
+	}, "api")
+	first := waitPayloads(t, ns, 1)[0]
+	build(t, &first)
+	pushImage(t, repo(ns, "api")+":latest", map[string]string{"build": "2"})
+	waitStream(t, s, func(g Gomega, s *v1alpha1.ReleaseStream) {
+		c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonTooManyUnready))
+		g.Expect(c.Message).To(ContainSubstring(first.Name))
+	})
+	NewWithT(t).Consistently(func(g Gomega) { g.Expect(payloads(g, ns)).To(HaveLen(1)) }).WithTimeout(time.Second).Should(Succeed())
+	finish(t, waitJob(t, ns, verify.RunName(first.Name, "e2e", 1)), false)
+	waitPayloads(t, ns, 2)
+}
+
+func TestMinCreationInterval(t *testing.T) {
+	ns := env.Namespace(t)
+	pushImage(t, repo(ns, "api")+":latest", nil)
+	interval := 3 * time.Second
+	s := newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
+		s.Spec.MaxUnreadyReleases = 5
+		s.Spec.MinCreationInterval = &metav1.Duration{Duration: interval}
+	}, "api")
+	first := waitPayloads(t, ns, 1)[0]
+	pushImage(t, repo(ns, "api")+":latest", map[string]string{"build": "2"})
+	second := waitPayloads(t, ns, 2)[0]
+	if gap := second.CreationTimestamp.Sub(first.CreationTimestamp.Time); gap < interval-time.Second {
+		// Creation timestamps have one-second resolution.
+		t.Errorf("second payload created %s after the first; the interval is %s", gap, interval)
+	}
+	waitStream(t, s, func(g Gomega, s *v1alpha1.ReleaseStream) { g.Expect(s.Status.LatestPayload).To(Equal(second.Name)) })
+}
+
+func TestSupersededPendingPayloadIsAborted(t *testing.T) {
+	ns := env.Namespace(t)
+	pushImage(t, repo(ns, "api")+":latest", nil)
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.MaxUnreadyReleases = 3 }, "api")
+	first := waitPayloads(t, ns, 1)[0]
+	waitJob(t, ns, stream.CreationJobName(first.Name))
+	pushImage(t, repo(ns, "api")+":latest", map[string]string{"build": "2"})
+	waitPayloads(t, ns, 2)
+	aborted := waitPayload(t, ns, first.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseFailed))
+	})
+	failed := meta.FindStatusCondition(aborted.Status.Conditions, v1alpha1.ConditionPayloadFailed)
+	if failed.Reason != v1alpha1.ReasonAborted || !strings.Contains(failed.Message, "superseded by") {
+		t.Errorf("PayloadFailed = %+v", failed)
+	}
+	NewWithT(t).Eventually(func() bool {
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: stream.CreationJobName(first.Name)}, &batchv1.Job{})
+		return apierrors.IsNotFound(err)
+	}).Should(BeTrue())
+}
+
+func TestRetriedVerification(t *testing.T) {
+	ns := env.Namespace(t)
+	pushImage(t, repo(ns, "api")+":latest", nil)
+	e2e := jobVerification("e2e")
+	e2e.MaxRetries = 1
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.Verification = []v1alpha1.Verification{e2e} }, "api")
+	p := waitPayloads(t, ns, 1)[0]
+	build(t, &p)
+	finish(t, waitJob(t, ns, verify.RunName(p.Name, "e2e", 1)), false)
+	retry := waitJob(t, ns, verify.RunName(p.Name, "e2e", 2))
+	if retry.Annotations[v1alpha1.AnnotationAttempt] != "2" {
+		t.Errorf("retry annotations %v", retry.Annotations)
+	}
+	finish(t, retry, true)
+	waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseAccepted))
+	})
+}
+
+func TestProwJobVerification(t *testing.T) {
+	ns := env.Namespace(t)
+	pushImage(t, repo(ns, "api")+":latest", nil)
+	pjv := v1alpha1.Verification{Name: "e2e-aws", ProwJob: &v1alpha1.ProwJobBackend{Spec: prowv1.ProwJobSpec{Job: "periodic-e2e-aws",
+		PodSpec: &corev1.PodSpec{Containers: []corev1.Container{{Name: "test", Image: "tests", Command: []string{"true"}}}}}}}
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.Verification = []v1alpha1.Verification{pjv} }, "api")
+	p := waitPayloads(t, ns, 1)[0]
+	image := build(t, &p)
+	pj := &prowv1.ProwJob{}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: verify.RunName(p.Name, "e2e-aws", 1)}, pj)).To(Succeed())
+		g.Expect(pj.Status.State).To(Equal(prowv1.TriggeredState))
+	}).WithTimeout(waitTimeout).Should(Succeed())
+	if pj.Spec.Type != prowv1.PeriodicJob || pj.Spec.PodSpec.Containers[0].Env[0].Value != image {
+		t.Errorf("prowjob spec %+v", pj.Spec)
+	}
+	pj.Status.State, pj.Status.CompletionTime = prowv1.SuccessState, &metav1.Time{Time: time.Now()}
+	if err := env.Client.Status().Update(context.Background(), pj); err != nil {
+		t.Fatal(err)
+	}
+	waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseAccepted))
+	})
+}
+
+func TestMirror(t *testing.T) {
+	ns := env.Namespace(t)
+	api := pushImage(t, repo(ns, "api")+":latest", nil)
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.MirrorRepository = repo(ns, "mirror") }, "api")
+	p := waitPayloads(t, ns, 1)[0]
+	digest := api[strings.Index(api, "@"):]
+	want := v1alpha1.PinnedComponent{Name: "api", Image: repo(ns, "mirror") + digest, Source: repo(ns, "api") + ":latest"}
+	if len(p.Spec.Components) != 1 || p.Spec.Components[0] != want {
+		t.Errorf("components %+v, want %+v", p.Spec.Components, want)
+	}
+	if got := digestOf(t, repo(ns, "mirror")+":"+p.Name+"-api"); got != want.Image {
+		t.Errorf("mirror tag points at %q, want %q", got, want.Image)
+	}
+}
