@@ -130,7 +130,9 @@ func TestInvalidPayloadsAreRejected(t *testing.T) {
 			"tag must be a lowercase semantic version"},
 		{"no stream", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadCoordinates.Stream = "" },
 			"spec.payloadCoordinates.stream"},
-		{"component not pinned", func(p *v1alpha1.ReleasePayload) { p.Spec.Components[0].Image = "registry.example.com/product/api:latest" },
+		{"component not pinned", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.Components[0].Image = "registry.example.com/product/api:latest"
+		},
 			"component image must be pinned by digest"},
 		{"no components", func(p *v1alpha1.ReleasePayload) { p.Spec.Components = nil },
 			"spec.components: Required value"},
@@ -162,7 +164,9 @@ func TestInvalidPayloadsAreRejected(t *testing.T) {
 			p.Spec.PayloadVerificationConfig.Verifications[0].Aggregation = &v1alpha1.Aggregation{Runs: 5, PassRatio: 0.8}
 			p.Spec.PayloadVerificationConfig.Verifications[0].MaxRetries = 2
 		}, "maxRetries cannot be combined with aggregation"},
-		{"unknown upgrade source", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadVerificationConfig.Verifications[0].UpgradeFrom = "Yesterday" },
+		{"unknown upgrade source", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.PayloadVerificationConfig.Verifications[0].UpgradeFrom = "Yesterday"
+		},
 			`Unsupported value: "Yesterday": supported values: "Previous", "PreviousMinus1", "PreviousMinor", "PreviousPatch"`},
 		{"unknown verification type", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadVerificationConfig.Verifications[0].Type = "Optional" },
 			`Unsupported value: "Optional": supported values: "Blocking", "Informing"`},
@@ -188,7 +192,9 @@ func TestPayloadSpecIsImmutable(t *testing.T) {
 	}{
 		{"components", func(p *v1alpha1.ReleasePayload) { p.Spec.Components[0].Image = digest("other") }, "components are immutable"},
 		{"coordinates", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadCoordinates.Stream = "other" }, "payloadCoordinates are immutable"},
-		{"creation config", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadCreationConfig.Repository = "registry.example.com/other" }, "payloadCreationConfig is immutable"},
+		{"creation config", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.PayloadCreationConfig.Repository = "registry.example.com/other"
+		}, "payloadCreationConfig is immutable"},
 		{"verification config", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadVerificationConfig.Verifications[0].MaxRetries = 3 }, "payloadVerificationConfig is immutable"},
 	}
 	p := validPayload(ns)
@@ -226,7 +232,9 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			"publish tags must be valid image tags"},
 		{"negative unready releases", func(s *v1alpha1.ReleaseStream) { s.Spec.MaxUnreadyReleases = -1 },
 			"maxUnreadyReleases in body should be greater than or equal to 1"},
-		{"duplicate verification", func(s *v1alpha1.ReleaseStream) { s.Spec.Verification = append(s.Spec.Verification, s.Spec.Verification[0]) },
+		{"duplicate verification", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.Verification = append(s.Spec.Verification, s.Spec.Verification[0])
+		},
 			"Duplicate value"},
 		{"bad retention", func(s *v1alpha1.ReleaseStream) { s.Spec.Retention.KeepAccepted = -2 },
 			"keepAccepted in body should be greater than or equal to 1"},

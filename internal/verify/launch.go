@@ -146,4 +146,3 @@ func upgradeSource(mode v1alpha1.UpgradeFrom, tag string, runs []v1alpha1.JobRun
 	picked, ok := SelectUpgradeSource(mode, tag, tags)
 	return byTag[picked], ok
 }
-

@@ -57,4 +57,3 @@ func SelectUpgradeSource(mode v1alpha1.UpgradeFrom, tag string, accepted []strin
 	}
 	return "", false
 }
-

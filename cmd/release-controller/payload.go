@@ -1,0 +1,207 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/manager"
+	"github.com/release-controller/release-controller/internal/registryclient"
+	"github.com/release-controller/release-controller/internal/releaseimage"
+)
+
+// maxPrevious is how many earlier accepted releases a payload lists as upgrade sources.
+const maxPrevious = 5
+
+func newPayloadCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "payload",
+		Short: "Build and inspect release payload images",
+	}
+	cmd.AddCommand(newPayloadBuildCommand(), newPayloadInfoCommand())
+	return cmd
+}
+
+func newPayloadBuildCommand() *cobra.Command {
+	var kubeconfig, payloadKey string
+	cmd := &cobra.Command{
+		Use:   "build --payload NAMESPACE/NAME",
+		Short: "Build a ReleasePayload's image and push it",
+		Long: `Build the payload image of a ReleasePayload — its components with their source and
+revision labels, and up to 5 earlier accepted releases of its stream — and push it to the
+payload's repository as <repository>:<tag>. The creation job runs this. The last line printed
+is the payload image's pull spec by digest.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			namespace, name, ok := strings.Cut(payloadKey, "/")
+			if !ok || namespace == "" || name == "" || strings.Contains(name, "/") {
+				return fmt.Errorf("--payload must be NAMESPACE/NAME, got %q", payloadKey)
+			}
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+			if err != nil {
+				return fmt.Errorf("connecting to the cluster: %w", err)
+			}
+			return buildPayload(cmd.Context(), c, namespace, name, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&payloadKey, "payload", "", "the ReleasePayload to build, as NAMESPACE/NAME")
+	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, the in-cluster configuration, then ~/.kube/config")
+	_ = cmd.MarkFlagRequired("payload")
+	return cmd
+}
+
+// buildPayload builds and pushes the payload namespace/name, printing progress and then the
+// image's pull spec by digest to out.
+func buildPayload(ctx context.Context, c client.Client, namespace, name string, out io.Writer) error {
+	var payload v1alpha1.ReleasePayload
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &payload); err != nil {
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("release payload %s/%s not found", namespace, name)
+		}
+		return fmt.Errorf("reading release payload %s/%s: %w", namespace, name, err)
+	}
+	var others v1alpha1.ReleasePayloadList
+	if err := c.List(ctx, &others, client.InNamespace(namespace)); err != nil {
+		return fmt.Errorf("listing the release payloads of %s: %w", namespace, err)
+	}
+	coords := payload.Spec.PayloadCoordinates
+	previous, err := previousReleases(coords, others.Items)
+	if err != nil {
+		return err
+	}
+	components := make([]releaseimage.Component, len(payload.Spec.Components))
+	for i, pc := range payload.Spec.Components {
+		components[i] = releaseimage.Component{Name: pc.Name, Image: pc.Image}
+	}
+	fmt.Fprintf(out, "building %s of stream %s: %d components, previous releases: %s\n",
+		coords.Tag, coords.Stream, len(components), listOrNone(previous))
+	res, err := releaseimage.Build(ctx, releaseimage.BuildOptions{
+		Tag:        coords.Tag,
+		Stream:     coords.Stream,
+		Repository: payload.Spec.PayloadCreationConfig.Repository,
+		Components: components,
+		Previous:   previous,
+		// The payload's own creation time: a retried job builds the same image.
+		Created:  payload.CreationTimestamp.Time,
+		Remote:   registryclient.New().Options(ctx),
+		Progress: out,
+	})
+	if err != nil {
+		return fmt.Errorf("building release payload %s/%s: %w", namespace, name, err)
+	}
+	_, err = fmt.Fprintln(out, res.Image)
+	return err
+}
+
+// previousReleases returns the tags of the accepted payloads of the same stream whose tag is
+// lower by semver than coords.Tag, newest first, at most maxPrevious.
+func previousReleases(coords v1alpha1.PayloadCoordinates, payloads []v1alpha1.ReleasePayload) ([]string, error) {
+	current, err := semver.StrictNewVersion(coords.Tag)
+	if err != nil {
+		return nil, fmt.Errorf("release tag %q is not a semantic version: %w", coords.Tag, err)
+	}
+	type release struct {
+		tag     string
+		version *semver.Version
+	}
+	var earlier []release
+	for _, p := range payloads {
+		pc := p.Spec.PayloadCoordinates
+		if pc.Stream != coords.Stream || p.Status.Phase != v1alpha1.PhaseAccepted {
+			continue
+		}
+		v, err := semver.StrictNewVersion(pc.Tag)
+		if err != nil || !v.LessThan(current) {
+			// Admission only lets semantic versions in; an older object may still hold another tag.
+			continue
+		}
+		earlier = append(earlier, release{pc.Tag, v})
+	}
+	slices.SortFunc(earlier, func(a, b release) int { return cmp.Or(b.version.Compare(a.version), strings.Compare(b.tag, a.tag)) })
+	tags := make([]string, 0, maxPrevious)
+	for _, r := range earlier[:min(len(earlier), maxPrevious)] {
+		tags = append(tags, r.tag)
+	}
+	return tags, nil
+}
+
+func newPayloadInfoCommand() *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "info PULLSPEC",
+		Short: "Show what a payload image holds",
+		Long: `Show a payload image's release tag, stream, creation time, previous releases and
+components (name, image, source, revision). -o json prints everything the image holds.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "json" {
+				return fmt.Errorf("--output must be text or json, got %q", output)
+			}
+			ctx := cmd.Context()
+			info, err := releaseimage.Info(ctx, args[0], registryclient.New().Options(ctx)...)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				data, err := json.MarshalIndent(info, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", data)
+				return err
+			}
+			return printInfo(cmd.OutOrStdout(), info)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	return cmd
+}
+
+// printInfo writes info as a short header and a table of components.
+func printInfo(out io.Writer, info *releaseimage.PayloadInfo) error {
+	meta := info.Metadata
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Image:\t%s\n", info.Image)
+	fmt.Fprintf(tw, "Tag:\t%s\n", meta.Version)
+	fmt.Fprintf(tw, "Stream:\t%s\n", meta.Stream)
+	fmt.Fprintf(tw, "Created:\t%s\n", meta.Created.Format(time.RFC3339))
+	fmt.Fprintf(tw, "Previous:\t%s\n", listOrNone(meta.Previous))
+	for _, k := range slices.Sorted(maps.Keys(meta.Metadata)) {
+		fmt.Fprintf(tw, "Metadata %s:\t%s\n", k, meta.Metadata[k])
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nComponents (%d):\n", len(info.References.Components))
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tIMAGE\tSOURCE\tREVISION")
+	for _, c := range info.References.Components {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.Image, cmp.Or(c.Source, "-"), cmp.Or(c.Revision, "-"))
+	}
+	return tw.Flush()
+}
+
+func listOrNone(items []string) string {
+	if len(items) == 0 {
+		return "none"
+	}
+	return strings.Join(items, ", ")
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/registry"
+	"github.com/release-controller/release-controller/internal/releaseimage"
+)
+
+// startRegistry runs an embedded registry for one test.
+func startRegistry(t *testing.T) *registry.Server {
+	t.Helper()
+	reg, err := registry.Start(context.Background(), registry.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close() })
+	return reg
+}
+
+// pushComponent pushes a small image with OCI source and revision labels to
+// <registry>/product/<name> and returns its pull spec by digest.
+func pushComponent(t *testing.T, reg *registry.Server, component, revision string) string {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config = config.DeepCopy()
+	config.Config.Labels = map[string]string{
+		releaseimage.LabelSource:   "https://git.example.com/" + component,
+		releaseimage.LabelRevision: revision,
+	}
+	if img, err = mutate.ConfigFile(img, config); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.NewTag(reg.Addr() + "/product/" + component + ":latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref.Context().Digest(digest.String()).String()
+}
+
+// createPayload creates a ReleasePayload and, when phase is set, gives it that phase as the
+// payload controller would.
+func createPayload(t *testing.T, ns, stream, tag, repository string, phase v1alpha1.PayloadPhase, components ...v1alpha1.PinnedComponent) {
+	t.Helper()
+	ctx := context.Background()
+	p := &v1alpha1.ReleasePayload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tag},
+		Spec: v1alpha1.ReleasePayloadSpec{
+			PayloadCoordinates:    v1alpha1.PayloadCoordinates{Stream: stream, Tag: tag},
+			Components:            components,
+			PayloadCreationConfig: v1alpha1.PayloadCreationConfig{Repository: repository},
+		},
+	}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatalf("creating payload %s: %v", tag, err)
+	}
+	if phase == "" {
+		return
+	}
+	p.Status.Phase = phase
+	p.Status.ReleaseCreationJobResult.Status = v1alpha1.CreationJobSuccess
+	if err := env.Client.Status().Update(ctx, p); err != nil {
+		t.Fatalf("setting the phase of payload %s: %v", tag, err)
+	}
+}
+
+// run executes the root command with args and returns what it printed.
+func run(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := newRootCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(context.Background())
+	return out.String(), err
+}
+
+func writeKubeconfig(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestPayloadBuildAndInfo builds a payload from a ReleasePayload as the creation job does, then
+// reads it with `payload info` in both formats.
+func TestPayloadBuildAndInfo(t *testing.T) {
+	reg := startRegistry(t)
+	ns := env.Namespace(t)
+	kubeconfig := writeKubeconfig(t)
+	api := pushComponent(t, reg, "api", "1111")
+	web := pushComponent(t, reg, "web", "2222")
+	cli := pushComponent(t, reg, "cli", "3333")
+	repo := reg.Addr() + "/product/release"
+	first := v1alpha1.PinnedComponent{Name: "api", Image: api}
+
+	// Earlier payloads: only accepted ones of the same stream with a lower tag count.
+	createPayload(t, ns, "nightly", "4.15.0-0.nightly-2026-11-20-093000", repo, v1alpha1.PhaseAccepted, first)
+	createPayload(t, ns, "nightly", "4.15.0-0.nightly-2026-11-21-093000", repo, v1alpha1.PhaseAccepted, first)
+	createPayload(t, ns, "nightly", "4.15.0-0.nightly-2026-11-21-120000", repo, v1alpha1.PhaseRejected, first)
+	createPayload(t, ns, "ci", "4.15.0-0.ci-2026-11-21-093000", repo, v1alpha1.PhaseAccepted, first)
+	createPayload(t, ns, "nightly", "4.15.0-0.nightly-2026-11-23-093000", repo, v1alpha1.PhaseAccepted, first)
+
+	tag := "4.15.0-0.nightly-2026-11-22-093000"
+	createPayload(t, ns, "nightly", tag, repo, "",
+		v1alpha1.PinnedComponent{Name: "web", Image: web}, first, v1alpha1.PinnedComponent{Name: "cli", Image: cli})
+
+	out, err := run(t, "payload", "build", "--payload", ns+"/"+tag, "--kubeconfig", kubeconfig)
+	if err != nil {
+		t.Fatalf("payload build: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	pullSpec := lines[len(lines)-1]
+	if !strings.HasPrefix(pullSpec, repo+"@sha256:") {
+		t.Fatalf("the last line is %q, want the payload's pull spec by digest; output:\n%s", pullSpec, out)
+	}
+	previous := "4.15.0-0.nightly-2026-11-21-093000, 4.15.0-0.nightly-2026-11-20-093000"
+	for _, want := range []string{
+		"building " + tag + " of stream nightly: 3 components, previous releases: " + previous,
+		"read 3/3 component images",
+		"pushed " + repo + ":" + tag + " (3 components)",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("build output lacks %q:\n%s", want, out)
+		}
+	}
+
+	text, err := run(t, "payload", "info", pullSpec)
+	if err != nil {
+		t.Fatalf("payload info: %v\n%s", err, text)
+	}
+	for _, want := range []string{
+		"Image:     " + pullSpec,
+		"Tag:       " + tag,
+		"Stream:    nightly",
+		"Previous:  " + previous,
+		"Components (3):",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("info output lacks %q:\n%s", want, text)
+		}
+	}
+	// The table, sorted by name.
+	tableStart := strings.Index(text, "NAME")
+	if tableStart < 0 {
+		t.Fatalf("info output has no component table:\n%s", text)
+	}
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimSpace(text[tableStart:]), "\n") {
+		rows = append(rows, strings.Fields(line))
+	}
+	wantRows := [][]string{
+		{"NAME", "IMAGE", "SOURCE", "REVISION"},
+		{"api", api, "https://git.example.com/api", "1111"},
+		{"cli", cli, "https://git.example.com/cli", "3333"},
+		{"web", web, "https://git.example.com/web", "2222"},
+	}
+	if !reflect.DeepEqual(rows, wantRows) {
+		t.Errorf("component table:\n%v\nwant:\n%v", rows, wantRows)
+	}
+
+	js, err := run(t, "payload", "info", "-o", "json", repo+":"+tag)
+	if err != nil {
+		t.Fatalf("payload info -o json: %v\n%s", err, js)
+	}
+	var info releaseimage.PayloadInfo
+	if err := json.Unmarshal([]byte(js), &info); err != nil {
+		t.Fatalf("payload info -o json printed no JSON: %v\n%s", err, js)
+	}
+	if info.Image != pullSpec || info.Metadata.Version != tag || info.Metadata.Stream != "nightly" ||
+		info.Labels[releaseimage.LabelRelease] != tag {
+		t.Errorf("JSON info: %+v", info)
+	}
+	if got, want := strings.Join(info.Metadata.Previous, ", "), previous; got != want {
+		t.Errorf("JSON previous = %q, want %q", got, want)
+	}
+	if got := len(info.References.Components); got != 3 || info.References.Components[2].Revision != "2222" {
+		t.Errorf("JSON components: %+v", info.References.Components)
+	}
+
+	// The job may run again: the same payload gives the same image.
+	again, err := run(t, "payload", "build", "--payload", ns+"/"+tag, "--kubeconfig", kubeconfig)
+	if err != nil {
+		t.Fatalf("payload build again: %v\n%s", err, again)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(again), "\n"+pullSpec) {
+		t.Errorf("building again printed:\n%s\nwant the same pull spec %s", again, pullSpec)
+	}
+}
+
+// TestPayloadBuildErrors checks the errors the creation job reports. The kubeconfig comes from
+// $KUBECONFIG here, as in the local environment.
+func TestPayloadBuildErrors(t *testing.T) {
+	reg := startRegistry(t)
+	ns := env.Namespace(t)
+	t.Setenv("KUBECONFIG", writeKubeconfig(t))
+	repo := reg.Addr() + "/product/release"
+	api := pushComponent(t, reg, "api", "1111")
+
+	// A registry that was running and is no more.
+	gone := startRegistry(t)
+	goneAddr := gone.Addr()
+	if err := gone.Close(); err != nil {
+		t.Fatal(err)
+	}
+	missingDigest := "@sha256:" + strings.Repeat("ab", 32)
+
+	createPayload(t, ns, "nightly", "1.0.0-2026-11-22-093000", repo, "",
+		v1alpha1.PinnedComponent{Name: "api", Image: api},
+		v1alpha1.PinnedComponent{Name: "ghost", Image: reg.Addr() + "/product/ghost" + missingDigest})
+	createPayload(t, ns, "nightly", "1.0.0-2026-11-22-100000", repo, "",
+		v1alpha1.PinnedComponent{Name: "far", Image: goneAddr + "/product/far" + missingDigest})
+	createPayload(t, ns, "nightly", "1.0.0-2026-11-22-110000", goneAddr+"/product/release", "",
+		v1alpha1.PinnedComponent{Name: "api", Image: api})
+
+	for _, tc := range []struct {
+		payload string
+		want    []string
+	}{
+		{"not-a-key", []string{"--payload must be NAMESPACE/NAME"}},
+		{ns + "/1.0.0-2026-11-22-000000", []string{fmt.Sprintf("release payload %s/1.0.0-2026-11-22-000000 not found", ns)}},
+		{ns + "/1.0.0-2026-11-22-093000", []string{`component "ghost"`, "the image does not exist"}},
+		{ns + "/1.0.0-2026-11-22-100000", []string{`component "far"`, "registry " + goneAddr + " is unreachable"}},
+		{ns + "/1.0.0-2026-11-22-110000", []string{"pushing the payload image", "registry " + goneAddr + " is unreachable"}},
+	} {
+		t.Run(tc.payload, func(t *testing.T) {
+			out, err := run(t, "payload", "build", "--payload", tc.payload)
+			if err == nil {
+				t.Fatalf("payload build succeeded:\n%s", out)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		})
+	}
+}
+
+func TestPreviousReleases(t *testing.T) {
+	accepted := func(stream, tag string) v1alpha1.ReleasePayload {
+		return v1alpha1.ReleasePayload{
+			Spec:   v1alpha1.ReleasePayloadSpec{PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: stream, Tag: tag}},
+			Status: v1alpha1.ReleasePayloadStatus{Phase: v1alpha1.PhaseAccepted},
+		}
+	}
+	current := v1alpha1.PayloadCoordinates{Stream: "s", Tag: "4.15.0-0.nightly-2026-11-22-093000"}
+	for _, tc := range []struct {
+		name     string
+		payloads []v1alpha1.ReleasePayload
+		want     []string
+	}{
+		{"none", nil, []string{}},
+		{"at most five, newest first", []v1alpha1.ReleasePayload{
+			accepted("s", "4.15.0-0.nightly-2026-11-16-093000"),
+			accepted("s", "4.15.0-0.nightly-2026-11-21-093000"),
+			accepted("s", "4.15.0-0.nightly-2026-11-17-093000"),
+			accepted("s", "4.14.9"),
+			accepted("s", "4.15.0-0.nightly-2026-11-20-093000"),
+			accepted("s", "4.15.0-0.nightly-2026-11-19-093000"),
+			accepted("s", "4.15.0-0.nightly-2026-11-18-093000"),
+		}, []string{
+			"4.15.0-0.nightly-2026-11-21-093000", "4.15.0-0.nightly-2026-11-20-093000", "4.15.0-0.nightly-2026-11-19-093000",
+			"4.15.0-0.nightly-2026-11-18-093000", "4.15.0-0.nightly-2026-11-17-093000",
+		}},
+		{"an earlier minor counts", []v1alpha1.ReleasePayload{accepted("s", "4.14.9")}, []string{"4.14.9"}},
+		{"the release 4.15.0 is later than its pre-releases", []v1alpha1.ReleasePayload{accepted("s", "4.15.0"), accepted("s", "4.15.0-0.ci-2026-11-23-093000")},
+			[]string{"4.15.0-0.ci-2026-11-23-093000"}},
+		{"itself, later, other streams, not accepted and bad tags do not", []v1alpha1.ReleasePayload{
+			accepted("s", current.Tag),
+			accepted("s", "4.15.1"),
+			accepted("other", "4.14.0"),
+			{Spec: accepted("s", "4.14.1").Spec, Status: v1alpha1.ReleasePayloadStatus{Phase: v1alpha1.PhaseRejected}},
+			{Spec: accepted("s", "4.14.2").Spec, Status: v1alpha1.ReleasePayloadStatus{Phase: v1alpha1.PhaseReady}},
+			accepted("s", "v4.14"),
+		}, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := previousReleases(current, tc.payloads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("previous = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if _, err := previousReleases(v1alpha1.PayloadCoordinates{Stream: "s", Tag: "latest"}, nil); err == nil {
+		t.Error("a tag that is not a semantic version was accepted")
+	}
+}
