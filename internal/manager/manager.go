@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -55,6 +56,10 @@ type Options struct {
 	// BuildImage and BuildServiceAccount run the payload creation jobs.
 	BuildImage          string
 	BuildServiceAccount string
+
+	// SkipControllerNameValidation lets a process start the controllers more than once
+	// (tests that restart them); controller names otherwise must be unique per process.
+	SkipControllerNameValidation bool
 }
 
 // LeaderElectionID names the lease the replicas compete for.
@@ -102,6 +107,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
 		// Stepping down at once lets a new leader start without waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: &opts.SkipControllerNameValidation},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/verify"
+)
+
+// inspect is a verification that really reads the payload: every component must carry its
+// revision.
+const inspect = `release-controller payload info -o json "$RELEASE_IMAGE_LATEST" > "$SCRATCH/$RELEASE_TAG.json" &&
+grep -q '"revision": "r1' "$SCRATCH/$RELEASE_TAG.json" && echo "inspected $RELEASE_TAG"`
+
+func TestComponentChangeIsBuiltVerifiedAcceptedAndPublished(t *testing.T) {
+	ns := env.Namespace(t)
+	publish(t, ns, "api", "r1-api", "amd64")
+	publish(t, ns, "web", "r1-web", "amd64")
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.Verification = []v1alpha1.Verification{script("e2e", inspect)} })
+
+	p := waitNewest(t, ns, 1, phase(v1alpha1.PhaseAccepted))
+	info, err := releaseimage.Info(context.Background(), p.Status.PayloadImage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Metadata.Version != p.Name || len(info.References.Components) != 2 || info.References.Components[0].Revision != "r1-api" {
+		t.Errorf("payload image holds %+v", info)
+	}
+	NewWithT(t).Eventually(func() string { return digestOf(t, repo(ns, "release")+":latest") }).WithTimeout(waitTimeout).Should(Equal(p.Status.PayloadImage))
+	if log := logOf(t, ns, verify.RunName(p.Name, "e2e", 1)); !strings.Contains(log, "inspected "+p.Name) {
+		t.Errorf("verification log: %s", log)
+	}
+
+	// A new component build becomes the next accepted release, and the floating tag follows.
+	publish(t, ns, "web", "r1-web-2", "amd64")
+	second := waitNewest(t, ns, 2, phase(v1alpha1.PhaseAccepted))
+	NewWithT(t).Eventually(func() string { return digestOf(t, repo(ns, "release")+":latest") }).WithTimeout(waitTimeout).Should(Equal(second.Status.PayloadImage))
+}
+
+func TestFailingBlockingJobRejects(t *testing.T) {
+	ns := env.Namespace(t)
+	publish(t, ns, "api", "r1", "amd64")
+	publish(t, ns, "web", "r1", "amd64")
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
+		s.Spec.Verification = []v1alpha1.Verification{script("e2e", inspect), script("unit", `echo "3 tests failed"; exit 1`)}
+	})
+	p := waitNewest(t, ns, 1, phase(v1alpha1.PhaseRejected))
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionPayloadRejected); c.Message != "blocking jobs failed: unit" {
+		t.Errorf("rejected because %q", c.Message)
+	}
+}
+
+func TestFlakyJobWithRetriesIsAccepted(t *testing.T) {
+	ns := env.Namespace(t)
+	publish(t, ns, "api", "r1", "amd64")
+	publish(t, ns, "web", "r1", "amd64")
+	flaky := script("flaky", `marker="$SCRATCH/flaky-$RELEASE_TAG"; if [ -e "$marker" ]; then echo passed; else touch "$marker"; echo "flaked"; exit 1; fi`)
+	flaky.MaxRetries = 2
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.Verification = []v1alpha1.Verification{flaky} })
+	p := waitNewest(t, ns, 1, phase(v1alpha1.PhaseAccepted))
+	v := p.Status.Verifications[0]
+	if len(v.Runs) != 2 || v.Runs[0].State != v1alpha1.JobFailure || v.Runs[1].State != v1alpha1.JobSuccess {
+		t.Errorf("flaky runs: %+v", v.Runs)
+	}
+}
+
+func TestBrokenComponentFailsCreation(t *testing.T) {
+	ns := env.Namespace(t)
+	publish(t, ns, "api", "r1", "amd64")
+	publish(t, ns, "web", "r1", "arm64") // built for the wrong platform
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.Verification = []v1alpha1.Verification{script("e2e", inspect)} })
+	p := waitNewest(t, ns, 1, phase(v1alpha1.PhaseFailed))
+	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionPayloadFailed); c.Reason != v1alpha1.ReasonCreationJobFailed {
+		t.Errorf("PayloadFailed: %+v", c)
+	}
+	if log := logOf(t, ns, stream.CreationJobName(p.Name)); !strings.Contains(log, "the components mix platforms") {
+		t.Errorf("creation job log does not say why: %s", log)
+	}
+	NewWithT(t).Consistently(func(g Gomega) { g.Expect(jobsOf(g, ns, p.Name)).To(HaveLen(1)) }).WithTimeout(2 * time.Second).Should(Succeed())
+}
+
+func TestUpgradeJobReceivesThePreviousAcceptedPayload(t *testing.T) {
+	ns := env.Namespace(t)
+	publish(t, ns, "api", "r1", "amd64")
+	publish(t, ns, "web", "r1", "amd64")
+	upgrade := script("upgrade", `from=$(release-controller payload info "$RELEASE_IMAGE_INITIAL" | awk '/^Tag:/ {print $2}') && echo "upgrade from $from ($RELEASE_IMAGE_INITIAL) to $RELEASE_TAG"`)
+	upgrade.UpgradeFrom = v1alpha1.UpgradeFromPrevious
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.Verification = []v1alpha1.Verification{upgrade} })
+	first := waitNewest(t, ns, 1, phase(v1alpha1.PhaseAccepted))
+	if first.Annotations[v1alpha1.AnnotationUpgradeSkipped] != "upgrade" {
+		t.Errorf("first payload's upgrade not recorded as skipped: %v", first.Annotations)
+	}
+
+	publish(t, ns, "api", "r2", "amd64")
+	second := waitNewest(t, ns, 2, phase(v1alpha1.PhaseAccepted))
+	run := second.Status.Verifications[0].Runs[0]
+	if run.UpgradeFrom != first.Name {
+		t.Errorf("upgrade ran from %q, want %q", run.UpgradeFrom, first.Name)
+	}
+	log := logOf(t, ns, run.Name)
+	if !strings.Contains(log, "upgrade from "+first.Name+" ("+first.Status.PayloadImage+") to "+second.Name) {
+		t.Errorf("upgrade log: %s", log)
+	}
+}
+
+func TestUnreadyLimitHolds(t *testing.T) {
+	ns := env.Namespace(t)
+	publish(t, ns, "api", "r1", "amd64")
+	publish(t, ns, "web", "r1", "amd64")
+	gate := `while [ ! -e "$SCRATCH/open-$RELEASE_STREAM-` + ns + `" ]; do sleep 0.2; done; echo released`
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.Verification = []v1alpha1.Verification{script("gate", gate)} })
+	waitNewest(t, ns, 1, phase(v1alpha1.PhaseReady))
+	publish(t, ns, "api", "r2", "amd64")
+	NewWithT(t).Consistently(func(g Gomega) { g.Expect(payloads(g, ns)).To(HaveLen(1)) }).WithTimeout(3 * time.Second).Should(Succeed())
+	open(t, "open-nightly-"+ns)
+	waitNewest(t, ns, 2, phase(v1alpha1.PhaseAccepted))
+}
+
+func TestRetention(t *testing.T) {
+	ns := env.Namespace(t)
+	publish(t, ns, "api", "r1", "amd64")
+	publish(t, ns, "web", "r1", "amd64")
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
+		s.Spec.Verification = []v1alpha1.Verification{script("e2e", "echo ok")}
+		s.Spec.Retention = v1alpha1.Retention{KeepAccepted: 1, DeleteImages: true, CompletedJobTTL: &metav1.Duration{Duration: time.Second}}
+	})
+	first := waitNewest(t, ns, 1, phase(v1alpha1.PhaseAccepted))
+	// Keep the first forever.
+	patch := client.MergeFrom(first.DeepCopy())
+	metav1.SetMetaDataAnnotation(&first.ObjectMeta, v1alpha1.AnnotationKeep, "the first release")
+	if err := env.Client.Patch(context.Background(), &first, patch); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, ns, "api", "r2", "amd64")
+	second := waitNewest(t, ns, 2, phase(v1alpha1.PhaseAccepted))
+	publish(t, ns, "api", "r3", "amd64")
+	// The second is collected once the third is accepted: two payloads remain.
+	third := waitNewest(t, ns, 2, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Name).NotTo(Equal(second.Name))
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseAccepted))
+	})
+	g := NewWithT(t)
+	g.Eventually(func(g Gomega) {
+		var names []string
+		for _, p := range payloads(g, ns) {
+			names = append(names, p.Name)
+		}
+		g.Expect(names).To(ConsistOf(third.Name, first.Name))
+	}).WithTimeout(waitTimeout).Should(Succeed())
+	g.Expect(digestOf(t, repo(ns, "release")+":"+second.Name)).To(BeEmpty(), "the collected payload's image is deleted")
+	g.Expect(digestOf(t, repo(ns, "release")+":"+first.Name)).NotTo(BeEmpty(), "the kept payload's image stays")
+	// Finished jobs go after their TTL once recorded; the payloads keep their results.
+	g.Eventually(func(g Gomega) { g.Expect(jobsOf(g, ns, third.Name)).To(BeEmpty()) }).WithTimeout(waitTimeout).Should(Succeed())
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(&third), &third)).To(Succeed())
+	g.Expect(third.Status.Phase).To(Equal(v1alpha1.PhaseAccepted))
+	g.Expect(third.Status.Verifications[0].Runs[0].State).To(Equal(v1alpha1.JobSuccess))
+}
+
+// TestRestartConverges stops the controllers and the job runner while a payload is being
+// verified, starts them again, and sees the same result with no job launched twice.
+func TestRestartConverges(t *testing.T) {
+	ns := env.Namespace(t)
+	publish(t, ns, "api", "r1", "amd64")
+	publish(t, ns, "web", "r1", "amd64")
+	gate := `while [ ! -e "$SCRATCH/restart-` + ns + `" ]; do sleep 0.2; done; echo done`
+	retried := script("retried", `marker="$SCRATCH/retried-`+ns+`"; if [ -e "$marker" ]; then echo passed; else touch "$marker"; exit 1; fi`)
+	retried.MaxRetries = 1
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
+		s.Spec.Verification = []v1alpha1.Verification{script("gate", gate), script("e2e", inspect), retried}
+	})
+	waitNewest(t, ns, 1, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseReady))
+		g.Expect(p.Status.Verifications).To(HaveLen(3))
+		g.Expect(p.Status.Verifications[0].Runs).To(HaveLen(1))
+	})
+	stopControllers()
+	var err error
+	if stopControllers, err = startControllers(); err != nil {
+		t.Fatal(err)
+	}
+	open(t, "restart-"+ns)
+	p := waitNewest(t, ns, 1, phase(v1alpha1.PhaseAccepted))
+	NewWithT(t).Consistently(func(g Gomega) {
+		jobs := jobsOf(g, ns, p.Name)
+		names := map[string]bool{}
+		for _, j := range jobs {
+			g.Expect(names).NotTo(HaveKey(j.Name))
+			names[j.Name] = true
+		}
+		// One build, one gate, one e2e and two attempts of the retried job.
+		g.Expect(jobs).To(HaveLen(5))
+	}).WithTimeout(2 * time.Second).Should(Succeed())
+}
+
+// open creates a file the gate scripts wait for.
+func open(t testing.TB, name string) {
+	t.Helper()
+	if err := writeFile(name); err != nil {
+		t.Fatal(err)
+	}
+}
