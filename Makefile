@@ -29,10 +29,13 @@ help: ## Show this help.
 
 ##@ Set-up commands
 
+# DATA_DIR keeps the state of `make run` across restarts; delete it to start afresh.
+DATA_DIR ?= $(CURDIR)/.data
+
 .PHONY: run
-run: build control-plane ## Start the embedded local environment (release-controller dev).
-	@echo "==> make run: the embedded environment (release-controller dev) arrives with the release-flow issue."
-	@echo "    For now: make test, or run the controller against a cluster with bin/release-controller controller --kubeconfig PATH"
+run: build control-plane ## Start the embedded local environment (release-controller dev); state in DATA_DIR.
+	@echo "==> bin/release-controller dev --data-dir $(DATA_DIR)"
+	@PATH="$(BIN):$(CONTROL_PLANE):$$PATH" $(BIN)/release-controller dev --data-dir $(DATA_DIR) --control-plane-bin $(CONTROL_PLANE)
 
 .PHONY: test
 test: control-plane verify-generated vet ## Run every test against a real API server (builds it first).
@@ -69,6 +72,8 @@ vet: ## Run go vet.
 bench: control-plane ## Run the benchmarks (payload acceptance latency on a real API server).
 	@echo "==> go test -bench (this creates 1,000 payloads and 11,000 jobs on a local API server)"
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/payload/...
+	@echo "==> payload build of 200 components against the embedded registry"
+	$(GO) test -run '^$$' -bench BenchmarkBuild200 -benchtime 20x ./internal/releaseimage/
 
 .PHONY: control-plane
 control-plane: $(CONTROL_PLANE)/kubectl ## Build kube-apiserver, etcd and kubectl from Go modules (once).

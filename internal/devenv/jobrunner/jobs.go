@@ -3,6 +3,9 @@ package jobrunner
 import (
 	"context"
 	"errors"
+	"io"
+	"os"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -124,9 +127,15 @@ func (r *Runner) recordJobRun(job *batchv1.Job, err error) (again bool, _ error)
 	case err == nil:
 		return false, r.writeJob(ctx, job, func(j *batchv1.Job) { jobstatus.Succeeded(j, now) })
 	}
+	// Kubernetes would leave the reason to the pod's termination message; with no pods here,
+	// the Job's own message carries the process's last words so `kubectl get` shows them.
+	message := "Job has reached the specified backoff limit"
+	if last := lastOutputLine(r.LogPath(job.Namespace, job.Name)); last != "" {
+		message += "; the last run said: " + last
+	}
 	werr := r.writeJob(ctx, job, func(j *batchv1.Job) {
 		if j.Status.Failed+1 > ptr.Deref(j.Spec.BackoffLimit, defaultBackoffLimit) {
-			jobstatus.Failed(j, now, 1, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")
+			jobstatus.Failed(j, now, 1, batchv1.JobReasonBackoffLimitExceeded, message)
 			return
 		}
 		// The failed pod is replaced by a new one: the job stays active.
@@ -221,4 +230,36 @@ func jobFinished(job *batchv1.Job) bool {
 // spec.managedBy names another controller is left to that controller.
 func managedHere(job *batchv1.Job) bool {
 	return job.Spec.ManagedBy == nil || *job.Spec.ManagedBy == batchv1.JobControllerName
+}
+
+// lastOutputLine returns the last line a process wrote to the log at path, skipping the
+// runner's own notes; "" when there is none.
+func lastOutputLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const tail = 4096
+	if info, err := f.Stat(); err == nil && info.Size() > tail {
+		if _, err := f.Seek(-tail, io.SeekEnd); err != nil {
+			return ""
+		}
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		line := strings.TrimSpace(lines[i])
+		if line != "" && !strings.HasPrefix(line, runnerNotePrefix) {
+			const maxLen = 512
+			if len(line) > maxLen {
+				line = line[:maxLen] + "…"
+			}
+			return line
+		}
+	}
+	return ""
 }

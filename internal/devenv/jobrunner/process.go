@@ -140,7 +140,7 @@ func (r *Runner) execute(ctx context.Context, logPath string, p process) error {
 
 	path, err := lookPath(p.argv[0], p.env)
 	if err != nil {
-		fmt.Fprintf(logFile, "[job runner] %v\n", err)
+		fmt.Fprintf(logFile, runnerNotePrefix+" %v\n", err)
 		return err
 	}
 	cmd := &exec.Cmd{
@@ -149,7 +149,7 @@ func (r *Runner) execute(ctx context.Context, logPath string, p process) error {
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(logFile, "[job runner] starting %s: %v\n", p.argv[0], err)
+		fmt.Fprintf(logFile, runnerNotePrefix+" starting %s: %v\n", p.argv[0], err)
 		return err
 	}
 	done := make(chan error, 1)
@@ -164,11 +164,11 @@ func (r *Runner) execute(ctx context.Context, logPath string, p process) error {
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	if killed {
 		<-done
-		fmt.Fprintf(logFile, "[job runner] process killed: %v\n", context.Cause(ctx))
+		fmt.Fprintf(logFile, runnerNotePrefix+" process killed: %v\n", context.Cause(ctx))
 		return context.Cause(ctx)
 	}
 	if err != nil {
-		fmt.Fprintf(logFile, "[job runner] process ended: %v\n", err)
+		fmt.Fprintf(logFile, runnerNotePrefix+" process ended: %v\n", err)
 	}
 	return err
 }
@@ -191,3 +191,6 @@ func appendLog(path, text string) error {
 	}
 	return f.Close()
 }
+
+// runnerNotePrefix starts the lines the runner itself adds to a log.
+const runnerNotePrefix = "[job runner]"

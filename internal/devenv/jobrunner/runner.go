@@ -266,7 +266,7 @@ func (r *Runner) writeStatus(ctx context.Context, obj client.Object, change func
 // note appends a line from the runner itself to an object's log, so the log tells why a run
 // ended the way it did.
 func (r *Runner) note(ctx context.Context, path, message string) {
-	if err := appendLog(path, "[job runner] "+message+"\n"); err != nil {
+	if err := appendLog(path, runnerNotePrefix+" "+message+"\n"); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "writing the log", "path", path)
 	}
 }

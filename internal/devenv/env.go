@@ -1,0 +1,178 @@
+// Package devenv is `release-controller dev`: the embedded local environment. On loopback
+// only, it runs a real kube-apiserver and etcd, an embedded registry, the local job runner
+// (which plays kubelet for Jobs and ProwJobs), every controller and, by default, a demo whose
+// releases flow through every phase. All state lives in one data directory, so a second start
+// resumes where the first stopped.
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/release-controller/release-controller/internal/devenv/demo"
+	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
+	"github.com/release-controller/release-controller/internal/manager"
+	"github.com/release-controller/release-controller/internal/registry"
+	"github.com/release-controller/release-controller/internal/verify"
+)
+
+// Options configure the environment.
+type Options struct {
+	// DataDir holds all state: etcd, the registry, git repositories, job logs, the kubeconfig.
+	DataDir string
+	// ControlPlaneBin holds kube-apiserver and etcd.
+	ControlPlaneBin string
+	// Demo creates the demo stream and runs the simulated build system.
+	Demo bool
+	// BuildInterval is how often the simulated build system publishes a component build.
+	BuildInterval time.Duration
+	// Executable runs the jobs' `release-controller` commands; default: this binary.
+	Executable string
+	// Out receives progress and the summary.
+	Out io.Writer
+}
+
+// DemoNamespace holds the demo's stream and payloads.
+const DemoNamespace = "demo"
+
+// Paths inside the data directory.
+const (
+	KubeconfigFile = "kubeconfig"
+	logsDir        = "logs"
+)
+
+// Run starts the environment and blocks until ctx is done, then stops everything.
+func Run(ctx context.Context, opts Options) (err error) {
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	dataDir, err := filepath.Abs(opts.DataDir)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return fmt.Errorf("creating the data directory: %w", err)
+	}
+	step := func(format string, args ...any) { fmt.Fprintf(opts.Out, "==> "+format+"\n", args...) }
+	unlock, err := lockDataDir(dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := loadState(dataDir)
+	if err != nil {
+		return err
+	}
+	if err := st.checkPorts(); err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(dataDir, KubeconfigFile)
+
+	step("starting kube-apiserver and etcd (data in %s)", filepath.Join(dataDir, "etcd"))
+	cp, err := startControlPlane(opts.ControlPlaneBin, dataDir, st, kubeconfig)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("stopping kube-apiserver and etcd")
+		err = errors.Join(err, cp.stop())
+	}()
+
+	step("starting the registry on %s (data in %s)", st.RegistryAddr(), filepath.Join(dataDir, "registry"))
+	reg, err := registry.Start(ctx, registry.Options{Dir: filepath.Join(dataDir, "registry"), Addr: st.RegistryAddr()})
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, reg.Close()) }()
+
+	mgrOpts := manager.Options{
+		MetricsAddr:    "0",
+		ProbeAddr:      "0",
+		ImportInterval: 5 * time.Second,
+		RetryBackoff:   verify.Backoff{Base: 5 * time.Second, Cap: time.Minute},
+		BuildImage:     "release-controller:dev",
+	}
+	mgr, err := manager.New(cp.config, mgrOpts)
+	if err != nil {
+		return err
+	}
+	if err := manager.AddControllers(ctx, mgr, mgrOpts); err != nil {
+		return err
+	}
+	runner, err := jobrunner.New(jobrunner.Options{
+		Executable: opts.Executable,
+		LogDir:     filepath.Join(dataDir, logsDir),
+		Env:        []string{"KUBECONFIG=" + kubeconfig, "RELEASE_CONTROLLER_DATA_DIR=" + dataDir},
+	})
+	if err != nil {
+		return err
+	}
+	if err := runner.SetupWithManager(mgr); err != nil {
+		return err
+	}
+
+	demoOpts := demo.Options{Dir: dataDir, Registry: st.RegistryAddr(), Namespace: DemoNamespace}
+	if opts.Demo {
+		step("setting up the demo: git repositories, component images and the stream %s/nightly", DemoNamespace)
+		// The manager's client reads from its cache, which starts with the manager.
+		direct, err := client.New(cp.config, client.Options{Scheme: manager.NewScheme()})
+		if err != nil {
+			return err
+		}
+		if err := demo.Setup(ctx, direct, demoOpts); err != nil {
+			return fmt.Errorf("setting up the demo: %w", err)
+		}
+	}
+	printSummary(opts.Out, dataDir, kubeconfig, st, opts)
+	if opts.Demo {
+		go demo.RunBuildSystem(ctx, demoOpts, opts.BuildInterval, opts.Out)
+	}
+	ctrl.LoggerFrom(ctx).Info("environment ready")
+	if err := mgr.Start(ctx); err != nil {
+		return err
+	}
+	step("stopping (the next start resumes from %s)", dataDir)
+	return nil
+}
+
+func printSummary(out io.Writer, dataDir, kubeconfig string, st *state, opts Options) {
+	kubectl := "kubectl"
+	if path := filepath.Join(opts.ControlPlaneBin, "kubectl"); fileExists(path) {
+		kubectl = path // built by make control-plane next to kube-apiserver
+	}
+	kubectl += " --kubeconfig " + kubeconfig
+	fmt.Fprintf(out, `
+release-controller dev is running.
+
+  kubeconfig   %s
+  registry     %s
+  job logs     %s
+  API server   https://127.0.0.1:%d
+
+Watch the releases (the web UI arrives with a later issue):
+  %s get releasepayloads -n %s -w
+  %s get releasestreams -n %s
+  release-controller payload info %s/demo/release:latest
+`, kubeconfig, st.RegistryAddr(), filepath.Join(dataDir, logsDir), st.APIServerPort,
+		kubectl, DemoNamespace, kubectl, DemoNamespace, st.RegistryAddr())
+	if opts.Demo {
+		fmt.Fprintf(out, `
+The demo's build system publishes a component build every %s; publish one now with:
+  release-controller dev bump --data-dir %s [COMPONENT] [--break e2e|arch]
+`, opts.BuildInterval, dataDir)
+	}
+	fmt.Fprintf(out, "\nCtrl-C stops everything; the next start resumes from %s.\n\n", dataDir)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
