@@ -104,6 +104,8 @@ func TestSamplesAreValid(t *testing.T) {
 			obj = &v1alpha1.ReleaseStream{}
 		case strings.Contains(string(data), "kind: ReleasePayload"):
 			obj = &v1alpha1.ReleasePayload{}
+		case strings.Contains(string(data), "kind: ReleaseLog"):
+			obj = &v1alpha1.ReleaseLog{}
 		default:
 			t.Fatalf("%s: unknown kind", file)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registry"
+	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/verify"
 )
 
@@ -99,6 +100,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 		ImportInterval: 5 * time.Second,
 		RetryBackoff:   verify.Backoff{Base: 5 * time.Second, Cap: time.Minute},
 		BuildImage:     "release-controller:dev",
+		// The release log of the environment lives beside the demo.
+		ReleaseLog: releaselog.Options{Namespace: DemoNamespace},
 	}
 	mgr, err := manager.New(cp.config, mgrOpts)
 	if err != nil {

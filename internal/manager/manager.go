@@ -27,6 +27,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/payload"
 	"github.com/release-controller/release-controller/internal/registryclient"
+	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/stream"
 	"github.com/release-controller/release-controller/internal/verify"
 )
@@ -56,6 +57,11 @@ type Options struct {
 	// BuildImage and BuildServiceAccount run the payload creation jobs.
 	BuildImage          string
 	BuildServiceAccount string
+
+	// ReleaseLog configures the release log: its namespace (empty: Namespace, or
+	// releaselog.DefaultNamespace when that is empty too), time to live, entry types, and the
+	// store that readers use.
+	ReleaseLog releaselog.Options
 
 	// SkipControllerNameValidation lets a process start the controllers more than once
 	// (tests that restart them); controller names otherwise must be unique per process.
@@ -92,6 +98,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			&batchv1.Job{}:    {Label: ownJobs()},
 			&prowv1.ProwJob{}: {Label: ownJobs()},
+			// The release log lives in one namespace, which may differ from Namespace.
+			&v1alpha1.ReleaseLog{}: {Namespaces: map[string]cache.Config{opts.ReleaseLog.WithDefaults(opts.Namespace).Namespace: {}}},
 		},
 	}
 	if opts.Namespace != "" {
@@ -150,6 +158,9 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	if err := streams.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the stream controller: %w", err)
+	}
+	if err := releaselog.SetupWithManager(mgr, opts.ReleaseLog.WithDefaults(opts.Namespace)); err != nil {
+		return err
 	}
 	return nil
 }

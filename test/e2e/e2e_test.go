@@ -41,6 +41,21 @@ func TestComponentChangeIsBuiltVerifiedAcceptedAndPublished(t *testing.T) {
 		t.Errorf("verification log: %s", log)
 	}
 
+	// The acceptance is in the release log of its day.
+	NewWithT(t).Eventually(func(g Gomega) {
+		var logs v1alpha1.ReleaseLogList
+		g.Expect(env.Client.List(context.Background(), &logs, client.InNamespace(logNamespace))).To(Succeed())
+		var versions []string
+		for _, l := range logs.Items {
+			for _, e := range l.Spec.Entries {
+				if e.Type == "release" {
+					versions = append(versions, e.Version)
+				}
+			}
+		}
+		g.Expect(versions).To(ContainElement(p.Name))
+	}).WithTimeout(waitTimeout).Should(Succeed())
+
 	// A new component build becomes the next accepted release, and the floating tag follows.
 	publish(t, ns, "web", "r1-web-2", "amd64")
 	second := waitNewest(t, ns, 2, phase(v1alpha1.PhaseAccepted))

@@ -32,6 +32,7 @@ import (
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/registryclient"
+	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/stream"
 	"github.com/release-controller/release-controller/internal/testenv"
 	"github.com/release-controller/release-controller/internal/verify"
@@ -43,6 +44,8 @@ var (
 	workDir    string // the binary, the kubeconfig, job logs, scratch files of the scripts
 	binary     string
 	kubeconfig string
+	// logNamespace holds the release log the accepted and rejected payloads are written to.
+	logNamespace string
 	// stopControllers stops the running controllers and job runner.
 	stopControllers func()
 )
@@ -61,6 +64,10 @@ func TestMain(m *testing.M) {
 		build.Stdout, build.Stderr = os.Stderr, os.Stderr
 		if err := build.Run(); err != nil {
 			return nil, fmt.Errorf("building release-controller: %w", err)
+		}
+		logNamespace = "release-log"
+		if err := e.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: logNamespace}}); err != nil {
+			return nil, err
 		}
 		kubeconfig = filepath.Join(workDir, "kubeconfig")
 		if err := e.WriteKubeconfig(kubeconfig); err != nil {
@@ -96,6 +103,7 @@ func startControllers() (func(), error) {
 		BuildImage:     "release-controller:e2e",
 		// TestRestartConverges starts the controllers a second time in this process.
 		SkipControllerNameValidation: true,
+		ReleaseLog:                   releaselog.Options{Namespace: logNamespace},
 	}
 	mgr, err := manager.New(env.Config, opts)
 	if err == nil {

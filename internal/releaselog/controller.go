@@ -1,0 +1,161 @@
+package releaselog
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+// Reconciler deletes the days older than the time to live and keeps every day's status: the
+// entry count, and the Valid condition that reports a name which is not a day.
+type Reconciler struct {
+	client.Client
+	TTL   time.Duration
+	Clock clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs/status,verbs=get;update;patch
+
+// Reconcile reads the day from the cache, deletes it when it expired, else writes its status
+// when it changed and comes back at its expiry (or after ResyncInterval when that is sooner).
+// A day whose name is not a day is reported in its status and otherwise left alone: no edit can
+// fix a name, so it is not retried.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var l v1alpha1.ReleaseLog
+	if err := r.Get(ctx, req.NamespacedName, &l); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !l.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	now := r.Clock.Now()
+	_, start, nameErr := ParseObjectName(l.Name)
+	if nameErr == nil && Expired(start, now, r.TTL) {
+		// The UID precondition spares an object recreated under the same name meanwhile.
+		err := r.Delete(ctx, &l, client.Preconditions{UID: &l.UID})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return ctrl.Result{}, fmt.Errorf("deleting the expired release log %s: %w", req, err)
+		}
+		return ctrl.Result{}, nil
+	}
+	status := DesiredStatus(&l, nameErr, now)
+	if !equality.Semantic.DeepEqual(status, l.Status) {
+		// The optimistic lock keeps a status counted from a stale cache from overwriting a
+		// newer one; the newer object's own event brings the controller back.
+		patch := client.MergeFromWithOptions(l.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		l.Status = status
+		if err := r.Status().Patch(ctx, &l, patch); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("writing the status of release log %s: %w", req, err)
+		}
+	}
+	if nameErr != nil {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: RequeueAfter(start, now, r.TTL)}, nil
+}
+
+// projector keeps a Store in step with the ReleaseLog objects. Every process that serves reads
+// keeps its own store, so it runs without leader election.
+type projector struct {
+	client.Reader
+	store *Store
+	ttl   time.Duration
+	clock clock.PassiveClock
+}
+
+// Reconcile puts the day's entries into the store, or removes the day once its object is gone
+// or has expired. A name that is not a day is never in the store.
+func (p *projector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	day, start, err := ParseObjectName(req.Name)
+	if err != nil {
+		return ctrl.Result{}, nil
+	}
+	var l v1alpha1.ReleaseLog
+	if err := p.Get(ctx, req.NamespacedName, &l); err != nil {
+		if apierrors.IsNotFound(err) {
+			p.store.Delete(day)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	now := p.clock.Now()
+	if !l.DeletionTimestamp.IsZero() || Expired(start, now, p.ttl) {
+		p.store.Delete(day)
+		return ctrl.Result{}, nil
+	}
+	entries := make([]Entry, len(l.Spec.Entries))
+	for i := range l.Spec.Entries {
+		entries[i] = entryFromAPI(&l.Spec.Entries[i])
+	}
+	p.store.Set(day, entries)
+	// Readers stop seeing the day at its expiry even where no leader deletes it.
+	return ctrl.Result{RequeueAfter: RequeueAfter(start, now, p.ttl)}, nil
+}
+
+// inNamespace keeps the events of objects in namespace.
+func inNamespace(namespace string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == namespace })
+}
+
+// SetupWithManager registers the release log's controllers with mgr: the projection into
+// opts.Store (on every replica), and, on the leader, the expiry and status of the days and the
+// automatic entries of accepted and rejected payloads.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	opts = opts.WithDefaults("")
+	if opts.Store == nil {
+		opts.Store = NewStore()
+	}
+	if err := SetupStoreWithManager(mgr, opts); err != nil {
+		return err
+	}
+	days := &Reconciler{Client: mgr.GetClient(), TTL: opts.TTL, Clock: opts.Clock}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("releaselog").
+		For(&v1alpha1.ReleaseLog{}, builder.WithPredicates(inNamespace(opts.Namespace))).
+		Complete(days); err != nil {
+		return fmt.Errorf("setting up the release log controller: %w", err)
+	}
+	payloads := &payloadLogger{Reader: mgr.GetClient(), writer: NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts), store: opts.Store}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("releaselog-payloads").
+		For(&v1alpha1.ReleasePayload{}, builder.WithPredicates(predicate.NewPredicateFuncs(hasVerdict))).
+		Complete(payloads); err != nil {
+		return fmt.Errorf("setting up the release log's payload entries: %w", err)
+	}
+	return nil
+}
+
+// SetupStoreWithManager registers only the projection of the log into opts.Store (which must
+// be set), for processes that serve reads without running the controllers.
+func SetupStoreWithManager(mgr ctrl.Manager, opts Options) error {
+	opts = opts.WithDefaults("")
+	if opts.Store == nil {
+		return fmt.Errorf("the release log projection needs a store")
+	}
+	p := &projector{Reader: mgr.GetClient(), store: opts.Store, ttl: opts.TTL, clock: opts.Clock}
+	// Status updates do not change the generation and hold nothing for readers.
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("releaselog-store").
+		WithOptions(controller.Options{NeedLeaderElection: new(false)}).
+		For(&v1alpha1.ReleaseLog{}, builder.WithPredicates(inNamespace(opts.Namespace), predicate.GenerationChangedPredicate{})).
+		Complete(p)
+	if err != nil {
+		return fmt.Errorf("setting up the release log store: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,85 @@
+package releaselog
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+// Entry is one release event, as readers and writers of the log see it.
+type Entry struct {
+	// ID, when set, makes adding the entry idempotent within its day.
+	ID string
+	// Type, e.g. release, rejected, promotion, hotfix.
+	Type string
+	// Version the event is about.
+	Version string
+	// Origin is the system that recorded the event.
+	Origin string
+	// Date is when the event happened (UTC, whole seconds once stored); zero means now
+	// when the entry is added.
+	Date time.Time
+	// Author, Message and Link are optional.
+	Author  string
+	Message string
+	Link    string
+}
+
+// TypeConfig is one configured entry type and the colour it is shown in.
+type TypeConfig struct {
+	Name string
+	// Color is a CSS colour, e.g. green or #2e7d32.
+	Color string
+}
+
+// The types of the entries the controller writes itself.
+const (
+	TypeRelease  = "release"
+	TypeRejected = "rejected"
+)
+
+// DefaultTypes are the usual entry types and their colours, for configurations that want an
+// allowlist without writing one.
+func DefaultTypes() []TypeConfig {
+	return []TypeConfig{
+		{Name: TypeRelease, Color: "green"},
+		{Name: TypeRejected, Color: "red"},
+		{Name: "promotion", Color: "blue"},
+		{Name: "hotfix", Color: "orange"},
+	}
+}
+
+func entryFromAPI(e *v1alpha1.ReleaseLogEntry) Entry {
+	return Entry{
+		ID: e.ID, Type: e.Type, Version: e.Version, Origin: e.Origin, Date: e.Date.UTC(),
+		Author: e.Author, Message: e.Message, Link: e.Link,
+	}
+}
+
+func (e Entry) toAPI() v1alpha1.ReleaseLogEntry {
+	return v1alpha1.ReleaseLogEntry{
+		ID: e.ID, Type: e.Type, Version: e.Version, Origin: e.Origin, Date: metav1.NewTime(e.Date),
+		Author: e.Author, Message: e.Message, Link: e.Link,
+	}
+}
+
+// equal compares two entries, dates by instant.
+func (e Entry) equal(o Entry) bool {
+	return e.ID == o.ID && e.Type == o.Type && e.Version == o.Version && e.Origin == o.Origin &&
+		e.Date.Equal(o.Date) && e.Author == o.Author && e.Message == o.Message && e.Link == o.Link
+}
+
+// hasID reports whether entries hold one with id; an empty id never matches.
+func hasID(entries []v1alpha1.ReleaseLogEntry, id string) bool {
+	if id == "" {
+		return false
+	}
+	for i := range entries {
+		if entries[i].ID == id {
+			return true
+		}
+	}
+	return false
+}

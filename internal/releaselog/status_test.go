@@ -1,0 +1,62 @@
+package releaselog
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+func TestDesiredStatus(t *testing.T) {
+	earlier := date("2026-03-02T09:00:00Z")
+	now := date("2026-03-02T12:00:00Z")
+	twoEntries := []v1alpha1.ReleaseLogEntry{{Version: "a"}, {Version: "b"}}
+	validSince := func(at time.Time) []metav1.Condition {
+		return []metav1.Condition{{Type: v1alpha1.ConditionReleaseLogValid, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonValidDay,
+			Message: "holds the entries of 2026-03-02 (UTC)", ObservedGeneration: 1, LastTransitionTime: metav1.NewTime(at)}}
+	}
+	tests := []struct {
+		name        string
+		status      v1alpha1.ReleaseLogStatus
+		generation  int64
+		nameErr     error
+		wantCount   int32
+		wantValid   metav1.ConditionStatus
+		wantReason  string
+		wantChanged time.Time
+	}{
+		{name: "new object", generation: 1, wantCount: 2, wantValid: metav1.ConditionTrue, wantReason: v1alpha1.ReasonValidDay, wantChanged: now},
+		{name: "counted before: the transition time stays", generation: 2,
+			status:    v1alpha1.ReleaseLogStatus{EntryCount: 1, ObservedGeneration: 1, Conditions: validSince(earlier)},
+			wantCount: 2, wantValid: metav1.ConditionTrue, wantReason: v1alpha1.ReasonValidDay, wantChanged: earlier},
+		{name: "a name that is not a day", generation: 1, nameErr: errors.New(`"2026-02-30" is not a day`),
+			wantCount: 2, wantValid: metav1.ConditionFalse, wantReason: v1alpha1.ReasonInvalidDay, wantChanged: now},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := &v1alpha1.ReleaseLog{
+				ObjectMeta: metav1.ObjectMeta{Name: "release-2026-03-02", Generation: tt.generation},
+				Spec:       v1alpha1.ReleaseLogSpec{Entries: twoEntries},
+				Status:     tt.status,
+			}
+			got := DesiredStatus(l, tt.nameErr, now)
+			if got.EntryCount != tt.wantCount || got.ObservedGeneration != tt.generation {
+				t.Errorf("entryCount %d at generation %d, want %d at %d", got.EntryCount, got.ObservedGeneration, tt.wantCount, tt.generation)
+			}
+			c := meta.FindStatusCondition(got.Conditions, v1alpha1.ConditionReleaseLogValid)
+			if c == nil || c.Status != tt.wantValid || c.Reason != tt.wantReason || !c.LastTransitionTime.Time.Equal(tt.wantChanged) || c.ObservedGeneration != tt.generation {
+				t.Errorf("condition %+v, want %s %s since %s", c, tt.wantValid, tt.wantReason, tt.wantChanged)
+			}
+			if tt.nameErr != nil && c != nil && c.Message == "" {
+				t.Error("the condition does not say what is wrong with the name")
+			}
+			if len(l.Status.Conditions) != len(tt.status.Conditions) {
+				t.Error("DesiredStatus changed the object's status")
+			}
+		})
+	}
+}
