@@ -27,16 +27,17 @@ import (
 	"github.com/release-controller/release-controller/internal/payload"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/verify"
+	"github.com/release-controller/release-controller/internal/version"
 )
 
 // IndexStream indexes payloads by their stream's name.
 const IndexStream = "spec.payloadCoordinates.stream"
 
-// Defaults of the reconciler's settings.
-const (
-	DefaultImportInterval = time.Minute
-	DefaultBuildImage     = "release-controller:latest"
-)
+// DefaultImportInterval is how often components followed by tag are resolved again.
+const DefaultImportInterval = time.Minute
+
+// DefaultBuildImage runs the creation jobs: the controller's own image, by its version.
+var DefaultBuildImage = "release-controller:" + version.Version
 
 // Reconciler runs the release flow of every ReleaseStream.
 type Reconciler struct {
