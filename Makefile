@@ -9,11 +9,20 @@ BIN := $(CURDIR)/bin
 
 # Pinned tool versions.
 CONTROLLER_GEN_VERSION := v0.23.0
+BUF_VERSION := v1.75.0
+PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_CONNECT_GO_VERSION := v1.21.1
 KUBE_VERSION := v1.37.1
 GOOS := $(shell $(GO) env GOOS)
 GOARCH := $(shell $(GO) env GOARCH)
 
 CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+BUF := $(BIN)/buf-$(BUF_VERSION)
+# buf.gen.yaml runs bin/protoc-gen-go and bin/protoc-gen-connect-go: links that `make generate`
+# points at these pinned builds.
+PROTOC_GEN_GO := $(BIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)
+PROTOC_GEN_CONNECT_GO := $(BIN)/protoc-gen-connect-go-$(PROTOC_GEN_CONNECT_GO_VERSION)
+PROTO_TOOLS := $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_CONNECT_GO)
 # KUBEBUILDER_ASSETS holds kube-apiserver and etcd built from Go modules (see hack/).
 CONTROL_PLANE := $(BIN)/k8s/$(KUBE_VERSION:v%=%)-$(GOOS)-$(GOARCH)
 export KUBEBUILDER_ASSETS := $(CONTROL_PLANE)
@@ -50,17 +59,23 @@ build: ## Build bin/release-controller.
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/release-controller ./cmd/release-controller
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Generate deepcopy code, CRDs and RBAC.
+generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Generate deepcopy code, CRDs, RBAC and the Connect API's Go code.
 	@echo "==> controller-gen $(CONTROLLER_GEN_VERSION): deepcopy, CRDs, RBAC"
 	$(CONTROLLER_GEN) object paths=./api/...
 	rm -rf config/crd/bases config/crd/test config/rbac/role.yaml
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/prow/... output:crd:artifacts:config=config/crd/test
 	$(CONTROLLER_GEN) rbac:roleName=release-controller paths=./internal/... output:rbac:artifacts:config=config/rbac
+	@echo "==> buf $(BUF_VERSION): lint proto/, generate internal/gen (protoc-gen-go $(PROTOC_GEN_GO_VERSION), protoc-gen-connect-go $(PROTOC_GEN_CONNECT_GO_VERSION))"
+	ln -sf $(notdir $(PROTOC_GEN_GO)) $(BIN)/protoc-gen-go
+	ln -sf $(notdir $(PROTOC_GEN_CONNECT_GO)) $(BIN)/protoc-gen-connect-go
+	$(BUF) lint
+	rm -rf internal/gen
+	$(BUF) generate
 
 .PHONY: verify-generated
-verify-generated: $(CONTROLLER_GEN) ## Fail when generated files differ from what make generate produces.
-	@echo "==> checking generated files (deepcopy, CRDs, RBAC)"
+verify-generated: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Fail when generated files differ from what make generate produces.
+	@echo "==> checking generated files (deepcopy, CRDs, RBAC, internal/gen)"
 	@hack/verify-generated.sh
 
 .PHONY: vet
@@ -86,6 +101,24 @@ $(CONTROLLER_GEN):
 	@mkdir -p $(BIN)/.controller-gen
 	GOBIN=$(BIN)/.controller-gen $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(BIN)/.controller-gen/controller-gen $@
+
+$(BUF):
+	@echo "==> installing buf $(BUF_VERSION) into $(BIN) (compiled from source the first time: a minute or two)"
+	@mkdir -p $(BIN)/.buf
+	GOBIN=$(BIN)/.buf $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	mv $(BIN)/.buf/buf $@
+
+$(PROTOC_GEN_GO):
+	@echo "==> installing protoc-gen-go $(PROTOC_GEN_GO_VERSION) into $(BIN)"
+	@mkdir -p $(BIN)/.protoc-gen-go
+	GOBIN=$(BIN)/.protoc-gen-go $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	mv $(BIN)/.protoc-gen-go/protoc-gen-go $@
+
+$(PROTOC_GEN_CONNECT_GO):
+	@echo "==> installing protoc-gen-connect-go $(PROTOC_GEN_CONNECT_GO_VERSION) into $(BIN)"
+	@mkdir -p $(BIN)/.protoc-gen-connect-go
+	GOBIN=$(BIN)/.protoc-gen-connect-go $(GO) install connectrpc.com/connect/cmd/protoc-gen-connect-go@$(PROTOC_GEN_CONNECT_GO_VERSION)
+	mv $(BIN)/.protoc-gen-connect-go/protoc-gen-connect-go $@
 
 .PHONY: clean
 clean: ## Remove build output (keeps the control-plane binaries; use clean-all for those).

@@ -14,14 +14,19 @@ import (
 	"path/filepath"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/release-controller/release-controller/internal/apiserver"
 	"github.com/release-controller/release-controller/internal/devenv/demo"
 	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/verify"
 )
 
@@ -37,6 +42,8 @@ type Options struct {
 	BuildInterval time.Duration
 	// Executable runs the jobs' `release-controller` commands; default: this binary.
 	Executable string
+	// Listen is the address of the web UI and the APIs.
+	Listen string
 	// Out receives progress and the summary.
 	Out io.Writer
 }
@@ -101,13 +108,19 @@ func Run(ctx context.Context, opts Options) (err error) {
 		RetryBackoff:   verify.Backoff{Base: 5 * time.Second, Cap: time.Minute},
 		BuildImage:     "release-controller:dev",
 		// The release log of the environment lives beside the demo.
-		ReleaseLog: releaselog.Options{Namespace: DemoNamespace},
+		ReleaseLog: releaselog.Options{Namespace: DemoNamespace, Types: releaselog.DefaultTypes(), Store: releaselog.NewStore()}.WithDefaults(""),
 	}
 	mgr, err := manager.New(cp.config, mgrOpts)
 	if err != nil {
 		return err
 	}
 	if err := manager.AddControllers(ctx, mgr, mgrOpts); err != nil {
+		return err
+	}
+	if opts.Listen == "" {
+		opts.Listen = server.DefaultAddr
+	}
+	if err := apiserver.AddToManager(mgr, apiserver.New(mgr, mgrOpts.ReleaseLog), opts.Listen); err != nil {
 		return err
 	}
 	runner, err := jobrunner.New(jobrunner.Options{
@@ -122,19 +135,29 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 
+	// The manager's client reads from its cache, which starts with the manager.
+	direct, err := client.New(cp.config, client.Options{Scheme: manager.NewScheme()})
+	if err != nil {
+		return err
+	}
+	if err := ensureNamespace(ctx, direct, DemoNamespace); err != nil {
+		return err
+	}
 	demoOpts := demo.Options{Dir: dataDir, Registry: st.RegistryAddr(), Namespace: DemoNamespace}
 	if opts.Demo {
 		step("setting up the demo: git repositories, component images and the stream %s/nightly", DemoNamespace)
-		// The manager's client reads from its cache, which starts with the manager.
-		direct, err := client.New(cp.config, client.Options{Scheme: manager.NewScheme()})
-		if err != nil {
-			return err
-		}
 		if err := demo.Setup(ctx, direct, demoOpts); err != nil {
 			return fmt.Errorf("setting up the demo: %w", err)
 		}
 	}
-	printSummary(opts.Out, dataDir, kubeconfig, st, opts)
+	token, err := logWriterToken(ctx, cp.config, DemoNamespace)
+	if err != nil {
+		return err
+	}
+	if err := writeToken(filepath.Join(dataDir, TokenFile), token); err != nil {
+		return err
+	}
+	printSummary(opts.Out, dataDir, kubeconfig, st, opts, token)
 	if opts.Demo {
 		go demo.RunBuildSystem(ctx, demoOpts, opts.BuildInterval, opts.Out)
 	}
@@ -146,7 +169,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	return nil
 }
 
-func printSummary(out io.Writer, dataDir, kubeconfig string, st *state, opts Options) {
+func printSummary(out io.Writer, dataDir, kubeconfig string, st *state, opts Options, token string) {
 	kubectl := "kubectl"
 	if path := filepath.Join(opts.ControlPlaneBin, "kubectl"); fileExists(path) {
 		kubectl = path // built by make control-plane next to kube-apiserver
@@ -155,17 +178,24 @@ func printSummary(out io.Writer, dataDir, kubeconfig string, st *state, opts Opt
 	fmt.Fprintf(out, `
 release-controller dev is running.
 
-  kubeconfig   %s
-  registry     %s
-  job logs     %s
-  API server   https://127.0.0.1:%d
+  web UI        http://%s/releases   (Connect API at the root, MCP at /mcp)
+  kubeconfig    %s
+  registry      %s
+  job logs      %s
+  API server    https://127.0.0.1:%d
+  log token     %s  (service account %s/%s, may add to the release log)
 
-Watch the releases (the web UI arrives with a later issue):
+Watch the releases:
   %s get releasepayloads -n %s -w
   %s get releasestreams -n %s
   release-controller payload info %s/demo/release:latest
-`, kubeconfig, st.RegistryAddr(), filepath.Join(dataDir, logsDir), st.APIServerPort,
-		kubectl, DemoNamespace, kubectl, DemoNamespace, st.RegistryAddr())
+  release-controller log list --server http://%s
+  release-controller log add --server http://%s --token-file %s --type hotfix --version 1.0.1 --message "patched"
+
+A token for other clients: %s
+`, opts.Listen, kubeconfig, st.RegistryAddr(), filepath.Join(dataDir, logsDir), st.APIServerPort,
+		filepath.Join(dataDir, TokenFile), DemoNamespace, LogWriterAccount,
+		kubectl, DemoNamespace, kubectl, DemoNamespace, st.RegistryAddr(), opts.Listen, opts.Listen, filepath.Join(dataDir, TokenFile), token)
 	if opts.Demo {
 		fmt.Fprintf(out, `
 The demo's build system publishes a component build every %s; publish one now with:
@@ -178,4 +208,13 @@ The demo's build system publishes a component build every %s; publish one now wi
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// ensureNamespace creates namespace unless it exists.
+func ensureNamespace(ctx context.Context, c client.Client, namespace string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", namespace, err)
+	}
+	return nil
 }

@@ -1,0 +1,84 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/release-controller/release-controller/internal/apiserver"
+	"github.com/release-controller/release-controller/internal/manager"
+	"github.com/release-controller/release-controller/internal/releaselog"
+)
+
+func newAPICommand() *cobra.Command {
+	var (
+		kubeconfig, listen string
+		logOpts            releaselog.Options
+		types              []string
+		zapOpts            = zap.Options{}
+	)
+	cmd := &cobra.Command{
+		Use:   "api",
+		Short: "Serve the web UI, the Connect API and MCP from the cluster's informer caches",
+		Long: `Serve the release log's Connect API (Connect, gRPC and gRPC-Web at the root), its MCP
+server at /mcp and the Releases page at /releases, reading from informer caches. Writes need
+a bearer token that Kubernetes RBAC allows to create releaselogs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			parsed, err := parseTypes(types)
+			if err != nil {
+				return err
+			}
+			logOpts.Types = parsed
+			logOpts.Store = releaselog.NewStore()
+			logOpts = logOpts.WithDefaults("")
+			cfg, err := restConfig(kubeconfig)
+			if err != nil {
+				return err
+			}
+			mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", ProbeAddr: "0", ReleaseLog: logOpts})
+			if err != nil {
+				return err
+			}
+			if err := releaselog.SetupStoreWithManager(mgr, logOpts); err != nil {
+				return err
+			}
+			if err := apiserver.AddToManager(mgr, apiserver.New(mgr, logOpts), listen); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "serving on http://%s (release log in namespace %s)\n", listen, logOpts.Namespace)
+			return mgr.Start(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: in-cluster configuration, then $KUBECONFIG")
+	f.StringVar(&listen, "listen", ":8080", "address to serve on")
+	f.StringVar(&logOpts.Namespace, "log-namespace", releaselog.DefaultNamespace, "namespace of the ReleaseLog objects")
+	f.DurationVar(&logOpts.TTL, "log-ttl", releaselog.DefaultTTL, "how long release log days are kept")
+	f.StringSliceVar(&types, "log-type", nil, "an allowed entry type and its colour, NAME=COLOR (repeatable); default: release, rejected, promotion, hotfix")
+	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
+	zapOpts.BindFlags(logFlags)
+	f.AddGoFlagSet(logFlags)
+	return cmd
+}
+
+// parseTypes reads NAME=COLOR pairs; none gives the default types.
+func parseTypes(pairs []string) ([]releaselog.TypeConfig, error) {
+	if len(pairs) == 0 {
+		return releaselog.DefaultTypes(), nil
+	}
+	types := make([]releaselog.TypeConfig, 0, len(pairs))
+	for _, p := range pairs {
+		name, color, ok := strings.Cut(p, "=")
+		if !ok || name == "" || color == "" {
+			return nil, fmt.Errorf("--log-type %q: want NAME=COLOR, e.g. release=#1a7f37", p)
+		}
+		types = append(types, releaselog.TypeConfig{Name: name, Color: color})
+	}
+	return types, nil
+}

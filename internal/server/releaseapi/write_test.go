@@ -1,0 +1,252 @@
+package releaseapi_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	. "github.com/onsi/gomega"
+	"google.golang.org/protobuf/types/known/timestamppb"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	releasecontrollerv1 "github.com/release-controller/release-controller/internal/gen/releasecontroller/v1"
+	"github.com/release-controller/release-controller/internal/releaselog"
+)
+
+// writeEnv is the release log of a namespace, with its controllers running, served over HTTP,
+// and two service accounts: writer, whom a Role allows to create releaselogs, and reader, who
+// may not.
+type writeEnv struct {
+	url   string
+	parts *logParts
+	// Tokens and usernames of the two service accounts.
+	writerToken, readerToken string
+	writerUser, readerUser   string
+}
+
+func newWriteEnv(t *testing.T) *writeEnv {
+	t.Helper()
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	parts := startLog(t, ns, releaselog.Options{Types: releaselog.DefaultTypes()})
+	for _, name := range []string{"writer", "reader"} {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if err := env.Client.Create(ctx, sa); err != nil {
+			t.Fatal(err)
+		}
+	}
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release-log-writer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"release-controller.dev"}, Resources: []string{"releaselogs"}, Verbs: []string{"create"}}},
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release-log-writer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "writer"}},
+	}
+	for _, obj := range []client.Object{role, binding} {
+		if err := env.Client.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := &writeEnv{
+		url: serve(t, parts), parts: parts,
+		writerToken: mintToken(t, ns, "writer"), readerToken: mintToken(t, ns, "reader"),
+		writerUser: "system:serviceaccount:" + ns + ":writer", readerUser: "system:serviceaccount:" + ns + ":reader",
+	}
+	// The API server's RBAC authorizer learns of the new binding from its own informers:
+	// wait until it does, so the tests below see a settled policy.
+	eventually(t, func(g Gomega) {
+		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User: w.writerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "release-controller.dev", Resource: "releaselogs"},
+		}}
+		g.Expect(env.Client.Create(ctx, sar)).To(Succeed())
+		g.Expect(sar.Status.Allowed).To(BeTrue(), "the writer's role binding is not in effect yet")
+	})
+	return w
+}
+
+// mintToken asks the API server for a token of a service account (the TokenRequest API, what
+// kubectl create token does).
+func mintToken(t *testing.T, ns, name string) string {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	resp, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name, req, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("minting a token for %s/%s: %v", ns, name, err)
+	}
+	return resp.Status.Token
+}
+
+func addRequest(r *releasecontrollerv1.Release) *connect.Request[releasecontrollerv1.AddReleaseRequest] {
+	return connect.NewRequest(&releasecontrollerv1.AddReleaseRequest{Release: r})
+}
+
+func TestAddReleaseNeedsAnAllowedCaller(t *testing.T) {
+	w := newWriteEnv(t)
+	ctx := context.Background()
+	var added []string
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			c := newClient(t, w.url, p)
+			release := func(version string) *releasecontrollerv1.Release {
+				return &releasecontrollerv1.Release{Type: "release", Version: version, Origin: "ci", Message: "via " + p.name}
+			}
+
+			_, err := c.AddRelease(ctx, addRequest(release("anonymous")))
+			t.Logf("anonymous: %v", err)
+			expectCode(t, err, connect.CodeUnauthenticated)
+
+			req := addRequest(release("basic"))
+			req.Header().Set("Authorization", "Basic d3JpdGVyOnNlY3JldA==")
+			_, err = c.AddRelease(ctx, req)
+			t.Logf("basic auth: %v", err)
+			expectCode(t, err, connect.CodeUnauthenticated)
+
+			_, err = c.AddRelease(ctx, withBearer(addRequest(release("empty-token")), ""))
+			t.Logf("empty token: %v", err)
+			expectCode(t, err, connect.CodeUnauthenticated)
+
+			_, err = c.AddRelease(ctx, withBearer(addRequest(release("bad-token")), "not-a-token-the-api-server-issued"))
+			t.Logf("bad token: %v", err)
+			expectCode(t, err, connect.CodeUnauthenticated)
+
+			// A valid token of a service account that RBAC does not allow to write.
+			_, err = c.AddRelease(ctx, withBearer(addRequest(release("denied")), w.readerToken))
+			t.Logf("denied: %v", err)
+			msg := expectCode(t, err, connect.CodePermissionDenied)
+			for _, want := range []string{w.readerUser, "create releaselogs.release-controller.dev", w.parts.Namespace} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("the denial %q does not say %q", msg, want)
+				}
+			}
+
+			version := "1.0.0-" + p.name
+			before := time.Now()
+			resp, err := c.AddRelease(ctx, withBearer(addRequest(release(version)), w.writerToken))
+			after := time.Now()
+			if err != nil {
+				t.Fatalf("the allowed writer was refused: %v", err)
+			}
+			// No date: the entry is dated now.
+			if day := resp.Msg.Day; day != releaselog.DayOf(before) && day != releaselog.DayOf(after) {
+				t.Errorf("added to %s, want today", day)
+			}
+			added = append(added, version)
+			eventually(t, func(g Gomega) {
+				var got *releaselog.Entry
+				for _, e := range w.parts.Store.Entries(resp.Msg.Day) {
+					if e.Version == version {
+						got = &e
+					}
+				}
+				g.Expect(got).NotTo(BeNil(), "the added entry is not in the store")
+				// No author given: the caller is the author.
+				g.Expect(got.Author).To(Equal(w.writerUser))
+				g.Expect(got.Message).To(Equal("via " + p.name))
+			})
+		})
+	}
+
+	// Only the allowed adds wrote anything.
+	if versions := storedVersions(t, w.parts.Namespace); fmt.Sprint(versions) != fmt.Sprint(added) {
+		t.Errorf("the API server holds %v, want only the allowed adds %v", versions, added)
+	}
+}
+
+// storedVersions reads the versions of every entry of the namespace's release log from the API
+// server (not the store, which follows it a moment later).
+func storedVersions(t *testing.T, ns string) []string {
+	t.Helper()
+	var logs v1alpha1.ReleaseLogList
+	if err := env.Client.List(context.Background(), &logs, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var versions []string
+	for _, l := range logs.Items {
+		for _, e := range l.Spec.Entries {
+			versions = append(versions, e.Version)
+		}
+	}
+	return versions
+}
+
+func TestAddReleaseMapsTheEntry(t *testing.T) {
+	w := newWriteEnv(t)
+	c := newClient(t, w.url, protocols[0])
+	date := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Second)
+	r := &releasecontrollerv1.Release{
+		Type: "hotfix", Version: "4.15.1", Origin: "jenkins", Date: timestamppb.New(date),
+		Author: "alice", Message: "fixes the login", Link: "https://ci.example.com/job/42",
+	}
+	resp, err := c.AddRelease(context.Background(), withBearer(addRequest(r), w.writerToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Msg.Day != releaselog.DayOf(date) {
+		t.Errorf("added to %s, want the entry's day %s", resp.Msg.Day, releaselog.DayOf(date))
+	}
+	want := releaselog.Entry{Type: "hotfix", Version: "4.15.1", Origin: "jenkins", Date: date, Author: "alice", Message: "fixes the login", Link: "https://ci.example.com/job/42"}
+	eventually(t, func(g Gomega) {
+		g.Expect(w.parts.Store.Entries(resp.Msg.Day)).To(Equal([]releaselog.Entry{want}))
+	})
+	// And it reads back through the API as written.
+	listed, err := list(c, &releasecontrollerv1.ListReleasesRequest{Day: resp.Msg.Day})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := listed.Releases[0]
+	if got.Type != r.Type || got.Version != r.Version || got.Origin != r.Origin || !got.Date.AsTime().Equal(date) ||
+		got.Author != r.Author || got.Message != r.Message || got.Link != r.Link {
+		t.Errorf("listed %v, want %v", got, r)
+	}
+}
+
+func TestAddReleaseErrors(t *testing.T) {
+	w := newWriteEnv(t)
+	c := newClient(t, w.url, protocols[0])
+	now := time.Now()
+	for _, tc := range []struct {
+		name    string
+		release *releasecontrollerv1.Release
+		code    connect.Code
+		says    string
+	}{
+		{"no release", nil, connect.CodeInvalidArgument, "release is required"},
+		{"no origin", &releasecontrollerv1.Release{Type: "release", Version: "1.0.0"}, connect.CodeInvalidArgument, "origin"},
+		{"no type", &releasecontrollerv1.Release{Version: "1.0.0", Origin: "ci"}, connect.CodeInvalidArgument, "type"},
+		{"no version", &releasecontrollerv1.Release{Type: "release", Origin: "ci"}, connect.CodeInvalidArgument, "version"},
+		{"type not allowed", &releasecontrollerv1.Release{Type: "party", Version: "1.0.0", Origin: "ci"}, connect.CodeInvalidArgument, "party"},
+		{"invalid date", &releasecontrollerv1.Release{Type: "release", Version: "1.0.0", Origin: "ci", Date: &timestamppb.Timestamp{Nanos: -1}}, connect.CodeInvalidArgument, "date"},
+		{"dated in the future", &releasecontrollerv1.Release{Type: "release", Version: "1.0.0", Origin: "ci", Date: timestamppb.New(now.Add(24 * time.Hour))}, connect.CodeInvalidArgument, "future"},
+		{"day expired", &releasecontrollerv1.Release{Type: "release", Version: "1.0.0", Origin: "ci", Date: timestamppb.New(now.Add(-60 * 24 * time.Hour))}, connect.CodeFailedPrecondition, "older"},
+		{"link not a URL", &releasecontrollerv1.Release{Type: "release", Version: "1.0.0", Origin: "ci", Link: "not a link"}, connect.CodeInvalidArgument, "link"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.AddRelease(context.Background(), withBearer(addRequest(tc.release), w.writerToken))
+			t.Logf("%v", err)
+			if msg := expectCode(t, err, tc.code); !strings.Contains(msg, tc.says) {
+				t.Errorf("the error %q does not mention %q", msg, tc.says)
+			}
+		})
+	}
+	if versions := storedVersions(t, w.parts.Namespace); len(versions) != 0 {
+		t.Errorf("refused adds wrote %v", versions)
+	}
+}

@@ -1,0 +1,126 @@
+package web
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/release-controller/release-controller/internal/releaselog"
+)
+
+// Empty states of the page.
+const (
+	EmptyDay = "No releases recorded for this day."
+	EmptyLog = "The release log is empty."
+)
+
+// dayView is one day as the page shows it. The navigation and the entries are rendered once
+// and used both in the page and in the live updates, so the two never differ.
+type dayView struct {
+	Day string
+	// Label is the day for people, e.g. Sunday, 22 November 2026.
+	Label   string
+	Summary string
+	Nav     fragment
+	Entries fragment
+}
+
+// fragment is a rendered part of the page. Version identifies its content: the script swaps
+// a part only when its version changed, so focus and selection survive other updates.
+type fragment struct {
+	HTML    template.HTML `json:"html"`
+	Version string        `json:"version"`
+}
+
+// navData is what the nav template renders.
+type navData struct {
+	Day, Previous, Next, Latest string
+}
+
+// entriesData is what the entries template renders.
+type entriesData struct {
+	Label, Summary string
+	Rows           []row
+}
+
+// row is one entry as the table shows it.
+type row struct {
+	// Key identifies the row across updates, so the script can mark the new ones.
+	Key string
+	// DateTime is the machine-readable time (RFC 3339), Time the shown one.
+	DateTime, Time string
+	Type, Color    string
+	Version, Link  string
+	Author         string
+	Message        string
+	Origin         string
+}
+
+// dayView reads day from the store and renders its parts.
+func (p *pages) dayView(day string) (dayView, error) {
+	start, err := releaselog.ParseDay(day)
+	if err != nil {
+		return dayView{}, err
+	}
+	previous, next := p.store.Adjacent(day)
+	latest, _ := p.store.Latest()
+	entries := p.store.Entries(day)
+
+	summary := plural(len(entries), "release")
+	switch {
+	case len(entries) > 0:
+	case latest == "":
+		summary = EmptyLog
+	default:
+		summary = EmptyDay
+	}
+	label := start.Format("Monday, 2 January 2006")
+	rows := make([]row, len(entries))
+	for i, e := range entries {
+		key := e.ID
+		if key == "" {
+			key = e.Date.UTC().Format(time.RFC3339) + " " + e.Type + " " + e.Version
+		}
+		rows[i] = row{
+			Key:      key,
+			DateTime: e.Date.UTC().Format(time.RFC3339),
+			Time:     e.Date.UTC().Format("15:04:05"),
+			Type:     e.Type,
+			Color:    p.colors[e.Type],
+			Version:  e.Version,
+			Link:     e.Link,
+			Author:   e.Author,
+			Message:  e.Message,
+			Origin:   e.Origin,
+		}
+	}
+
+	v := dayView{Day: day, Label: label, Summary: summary}
+	if v.Nav, err = renderFragment("nav", navData{Day: day, Previous: previous, Next: next, Latest: latest}); err != nil {
+		return dayView{}, err
+	}
+	if v.Entries, err = renderFragment("entries", entriesData{Label: label, Summary: summary, Rows: rows}); err != nil {
+		return dayView{}, err
+	}
+	return v, nil
+}
+
+func renderFragment(name string, data any) (fragment, error) {
+	var b strings.Builder
+	if err := templates.ExecuteTemplate(&b, name, data); err != nil {
+		return fragment{}, fmt.Errorf("rendering %s: %w", name, err)
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	// The HTML comes from html/template, which escaped every value in it.
+	return fragment{HTML: template.HTML(b.String()), Version: hex.EncodeToString(sum[:8])}, nil
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}

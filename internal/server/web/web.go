@@ -1,0 +1,181 @@
+// Package web serves the server-rendered pages: for now the Releases page, one day of the
+// release log with day navigation and live updates over server-sent events. Pages are
+// html/template; the stylesheet and the small script are embedded, so the binary serves
+// everything itself and the page works without JavaScript.
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/server"
+)
+
+// Paths the package serves.
+const (
+	ReleasesPath = "/releases"
+	EventsPath   = "/releases/events"
+	StaticPrefix = "/static/"
+)
+
+//go:embed templates static
+var files embed.FS
+
+var templates = template.Must(template.ParseFS(files, "templates/*.html"))
+
+// securityHeaders are sent with every page: same-origin scripts and connections only. Inline
+// styles stay allowed for the type colours (html/template sanitises their values).
+var securityHeaders = map[string]string{
+	"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
+		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+	"X-Content-Type-Options": "nosniff",
+	"Referrer-Policy":        "same-origin",
+}
+
+// Register serves the Releases page, its event stream and the static assets on s.
+func Register(s *server.Server, store *releaselog.Store, opts releaselog.Options) {
+	p := newPages(store, opts)
+	s.Handle("GET "+ReleasesPath, http.HandlerFunc(p.releases))
+	s.Handle("GET "+EventsPath, http.HandlerFunc(p.events))
+	s.Handle("GET "+StaticPrefix, staticHandler())
+}
+
+type pages struct {
+	store *releaselog.Store
+	opts  releaselog.Options
+	// colors maps an entry type to its CSS colour.
+	colors map[string]string
+}
+
+func newPages(store *releaselog.Store, opts releaselog.Options) *pages {
+	opts = opts.WithDefaults("")
+	colors := map[string]string{}
+	// The usual types keep their colours when the configuration has no list (which allows
+	// every type); configured colours win.
+	for _, types := range [][]releaselog.TypeConfig{releaselog.DefaultTypes(), opts.Types} {
+		for _, t := range types {
+			colors[t.Name] = t.Color
+		}
+	}
+	return &pages{store: store, opts: opts, colors: colors}
+}
+
+// pageData is what the page templates render.
+type pageData struct {
+	Title string
+	// View is the day shown (the releases template).
+	View dayView
+	// Error explains a bad request (the error template).
+	Error string
+	// MinDay and MaxDay bound the date picker.
+	MinDay, MaxDay string
+	TTLDays        int
+}
+
+func (p *pages) releases(w http.ResponseWriter, r *http.Request) {
+	now := p.opts.Clock.Now()
+	data := pageData{TTLDays: int(p.opts.TTL / (24 * time.Hour))}
+	data.MinDay, data.MaxDay = p.pickerRange(now)
+
+	day := r.URL.Query().Get("day")
+	if day == "" {
+		// The latest day with entries; today when the log is empty, so the page can show
+		// today's first entries as they come.
+		latest, ok := p.store.Latest()
+		if !ok {
+			latest = releaselog.DayOf(now)
+		}
+		day = latest
+	} else if _, err := releaselog.ParseDay(day); err != nil {
+		data.Title = "Not a day"
+		data.Error = "“" + day + "” is not a day. Pick one below, or give it as YYYY-MM-DD, e.g. " + releaselog.DayOf(now) + "."
+		render(w, http.StatusBadRequest, "error", data)
+		return
+	}
+	view, err := p.dayView(day)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	data.Title = "Releases on " + day
+	data.View = view
+	render(w, http.StatusOK, "releases", data)
+}
+
+// pickerRange is the range of the date picker: from the oldest day the log keeps to today,
+// widened to any day the store holds outside it (a day not yet expired by the controller,
+// an entry dated a little in the future).
+func (p *pages) pickerRange(now time.Time) (minDay, maxDay string) {
+	// A day is kept while its start plus the TTL is after now.
+	minDay = releaselog.DayOf(now.Add(-p.opts.TTL).Add(24 * time.Hour))
+	maxDay = releaselog.DayOf(now)
+	if days := p.store.Days(); len(days) > 0 {
+		minDay = min(minDay, days[len(days)-1])
+		maxDay = max(maxDay, days[0])
+	}
+	return minDay, maxDay
+}
+
+// render executes a template into a buffer first, so a failure gives a clean 500 and never
+// half a page.
+func render(w http.ResponseWriter, code int, name string, data any) {
+	var buf bytes.Buffer
+	if err := templates.ExecuteTemplate(&buf, name, data); err != nil {
+		http.Error(w, "rendering the page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	for k, v := range securityHeaders {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// staticHandler serves the embedded assets. They are revalidated on every use and answered
+// with 304 while unchanged (the ETag is their content hash), so a new build's assets are
+// picked up at once.
+func staticHandler() http.Handler {
+	static, err := fs.Sub(files, "static")
+	if err != nil {
+		panic(err)
+	}
+	etags := map[string]string{}
+	err = fs.WalkDir(static, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		content, err := fs.ReadFile(static, path)
+		if err != nil {
+			return err
+		}
+		sum := sha256.Sum256(content)
+		etags[path] = `"` + hex.EncodeToString(sum[:8]) + `"`
+		return nil
+	})
+	if err != nil {
+		panic(err)
+	}
+	serve := http.StripPrefix(StaticPrefix, http.FileServerFS(static))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := strings.TrimPrefix(r.URL.Path, StaticPrefix)
+		etag, ok := etags[name]
+		if !ok {
+			// Only the files themselves: no directory listings.
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("ETag", etag)
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		serve.ServeHTTP(w, r)
+	})
+}
