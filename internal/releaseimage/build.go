@@ -260,8 +260,26 @@ func payloadImage(refs ImageReferences, meta ReleaseMetadata) (v1.Image, error) 
 	if err != nil {
 		return nil, err
 	}
+	// The image holds data only; the OCI image spec still asks for a platform.
+	return SingleLayerImage(layerData, SingleLayerConfig{
+		Created: meta.Created, CreatedBy: "release-controller payload build", OS: "linux", Architecture: "amd64",
+		Labels: map[string]string{LabelRelease: refs.Tag, LabelStream: meta.Stream},
+	})
+}
+
+// SingleLayerConfig describes the configuration of a SingleLayerImage.
+type SingleLayerConfig struct {
+	Created          time.Time
+	CreatedBy        string
+	OS, Architecture string
+	Labels           map[string]string
+}
+
+// SingleLayerImage is an OCI image of one uncompressed tar layer (gzipped when pushed) with
+// the given configuration. The same inputs give the same digest.
+func SingleLayerImage(layerTar []byte, c SingleLayerConfig) (v1.Image, error) {
 	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerData)), nil
+		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return nil, err
@@ -270,7 +288,7 @@ func payloadImage(refs ImageReferences, meta ReleaseMetadata) (v1.Image, error) 
 	img, err := mutate.Append(base, mutate.Addendum{
 		Layer:     layer,
 		MediaType: types.OCILayer,
-		History:   v1.History{Created: v1.Time{Time: meta.Created}, CreatedBy: "release-controller payload build"},
+		History:   v1.History{Created: v1.Time{Time: c.Created}, CreatedBy: c.CreatedBy},
 	})
 	if err != nil {
 		return nil, err
@@ -280,10 +298,9 @@ func payloadImage(refs ImageReferences, meta ReleaseMetadata) (v1.Image, error) 
 		return nil, err
 	}
 	config = config.DeepCopy()
-	config.Created = v1.Time{Time: meta.Created}
-	// The image holds data only; the OCI image spec still asks for a platform.
-	config.OS, config.Architecture = "linux", "amd64"
-	config.Config.Labels = map[string]string{LabelRelease: refs.Tag, LabelStream: meta.Stream}
+	config.Created = v1.Time{Time: c.Created}
+	config.OS, config.Architecture = c.OS, c.Architecture
+	config.Config.Labels = c.Labels
 	return mutate.ConfigFile(img, config)
 }
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -21,11 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaseimage"
@@ -304,39 +299,19 @@ func componentImage(opts Options, b Build, commit *object.Commit, arch string) (
 	if err != nil {
 		return nil, err
 	}
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
-		return io.NopCloser(bytes.NewReader(layerData)), nil
-	}, tarball.WithMediaType(types.OCILayer))
-	if err != nil {
-		return nil, err
-	}
-	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
-	img, err := mutate.Append(base, mutate.Addendum{
-		Layer:     layer,
-		MediaType: types.OCILayer,
-		History:   v1.History{Created: v1.Time{Time: created}, CreatedBy: "demo build system: " + b.Message},
-	})
-	if err != nil {
-		return nil, err
-	}
-	config, err := img.ConfigFile()
-	if err != nil {
-		return nil, err
-	}
-	config = config.DeepCopy()
-	config.Created = v1.Time{Time: created}
-	config.OS, config.Architecture = "linux", arch
 	source, err := filepath.Abs(opts.GitDir(b.Component))
 	if err != nil {
 		return nil, err
 	}
-	config.Config.Labels = map[string]string{
-		releaseimage.LabelSource:   "file://" + source,
-		releaseimage.LabelRevision: b.Commit,
-		LabelTitle:                 b.Component,
-		LabelMessage:               b.Message,
-	}
-	return mutate.ConfigFile(img, config)
+	return releaseimage.SingleLayerImage(layerData, releaseimage.SingleLayerConfig{
+		Created: created, CreatedBy: "demo build system: " + b.Message, OS: "linux", Architecture: arch,
+		Labels: map[string]string{
+			releaseimage.LabelSource:   "file://" + source,
+			releaseimage.LabelRevision: b.Commit,
+			LabelTitle:                 b.Component,
+			LabelMessage:               b.Message,
+		},
+	})
 }
 
 // versionLayer is the tar of app/<component>/VERSION with fixed owners and modes.
