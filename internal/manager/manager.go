@@ -9,6 +9,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -85,7 +86,12 @@ func NewScheme() *runtime.Scheme {
 // ownJobs selects the jobs the controller created or watches: only they are cached, so the
 // cache does not hold every Job of the cluster.
 func ownJobs() labels.Selector {
-	req, err := labels.NewRequirement(v1alpha1.LabelJobType, selection.Exists, nil)
+	return labelExists(v1alpha1.LabelJobType)
+}
+
+// labelExists selects the objects that carry the label key.
+func labelExists(key string) labels.Selector {
+	req, err := labels.NewRequirement(key, selection.Exists, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -100,6 +106,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			&prowv1.ProwJob{}: {Label: ownJobs()},
 			// The release log lives in one namespace, which may differ from Namespace.
 			&v1alpha1.ReleaseLog{}: {Namespaces: map[string]cache.Config{opts.ReleaseLog.WithDefaults(opts.Namespace).Namespace: {}}},
+			// Only the streams' upgrade graphs, not every ConfigMap of the cluster.
+			&corev1.ConfigMap{}: {Label: labelExists(v1alpha1.LabelStream)},
 		},
 	}
 	if opts.Namespace != "" {
