@@ -84,11 +84,13 @@ vet: ## Run go vet.
 	$(GO) vet ./...
 
 .PHONY: bench
-bench: control-plane ## Run the benchmarks (payload acceptance latency on a real API server).
+bench: control-plane ## Run the benchmarks: payload acceptance, payload build, release log reads.
 	@echo "==> go test -bench (this creates 1,000 payloads and 11,000 jobs on a local API server)"
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./internal/payload/...
 	@echo "==> payload build of 200 components against the embedded registry"
 	$(GO) test -run '^$$' -bench BenchmarkBuild200 -benchtime 20x ./internal/releaseimage/
+	@echo "==> ListReleases with 10,000 entries in a day and 365 days"
+	$(GO) test -run '^$$' -bench BenchmarkListReleases -benchmem ./internal/server/releaseapi/
 
 .PHONY: control-plane
 control-plane: $(CONTROL_PLANE)/kubectl ## Build kube-apiserver, etcd and kubectl from Go modules (once).
