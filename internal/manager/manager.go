@@ -104,6 +104,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			&batchv1.Job{}:    {Label: ownJobs()},
 			&prowv1.ProwJob{}: {Label: ownJobs()},
+			&corev1.Pod{}:     {Label: ownJobs()},
 			// The release log lives in one namespace, which may differ from Namespace.
 			&v1alpha1.ReleaseLog{}: {Namespaces: map[string]cache.Config{opts.ReleaseLog.WithDefaults(opts.Namespace).Namespace: {}}},
 			// Only the streams' upgrade graphs, not every ConfigMap of the cluster.

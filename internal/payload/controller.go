@@ -7,6 +7,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,6 +53,7 @@ const DefaultWorkers = 8
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
 // +kubebuilder:rbac:groups=prow.k8s.io,resources=prowjobs,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // Reconcile reads the payload and its jobs from the cache, computes the status and writes it
 // once, only when it changed.
@@ -101,6 +103,13 @@ func (r *Reconciler) observe(ctx context.Context, payload *v1alpha1.ReleasePaylo
 			}
 		}
 	}
+	if len(obs.CreationJobs) > 0 {
+		var pods corev1.PodList
+		if err := r.List(ctx, &pods, key); err != nil {
+			return obs, fmt.Errorf("listing pods of payload %s/%s: %w", payload.Namespace, payload.Name, err)
+		}
+		obs.CreationPods = pods.Items
+	}
 	if !r.WatchProwJobs {
 		return obs, nil
 	}
@@ -128,6 +137,10 @@ func IndexJobs(ctx context.Context, indexer client.FieldIndexer, prowJobs bool) 
 	if err := indexer.IndexField(ctx, &batchv1.Job{}, IndexPayloadKey, indexPayloadKey); err != nil {
 		return fmt.Errorf("indexing jobs: %w", err)
 	}
+	// Creation jobs' pods carry the same labels; they say why a build failed.
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPayloadKey, indexPayloadKey); err != nil {
+		return fmt.Errorf("indexing pods: %w", err)
+	}
 	if prowJobs {
 		if err := indexer.IndexField(ctx, &prowv1.ProwJob{}, IndexPayloadKey, indexPayloadKey); err != nil {
 			return fmt.Errorf("indexing prowjobs: %w", err)
@@ -151,7 +164,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("releasepayload").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		For(&v1alpha1.ReleasePayload{}, builder.WithPredicates(ignoreStatusOnlyUpdates{})).
-		Watches(&batchv1.Job{}, r.jobEvents())
+		Watches(&batchv1.Job{}, r.jobEvents()).
+		Watches(&corev1.Pod{}, r.jobEvents())
 	if r.WatchProwJobs {
 		b = b.Watches(&prowv1.ProwJob{}, r.jobEvents())
 	}

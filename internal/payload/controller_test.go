@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -255,5 +257,33 @@ func TestPayloadWithoutVerificationsIsAcceptedOnceCreated(t *testing.T) {
 	waitFor(t, ns, tag, func(g Gomega, p *v1alpha1.ReleasePayload) {
 		phaseIs(v1alpha1.PhaseAccepted)(g, p)
 		g.Expect(condition(p, v1alpha1.ConditionPayloadAccepted).Reason).To(Equal(v1alpha1.ReasonVerificationsCompleted))
+	})
+}
+
+// TestCreationFailureQuotesTheBuild checks a failed build's own words, which Kubernetes puts in
+// the pod's termination message, reach PayloadFailed.
+func TestCreationFailureQuotesTheBuild(t *testing.T) {
+	ns := env.Namespace(t)
+	createPayload(t, newPayload(ns, tag, jobVerification("e2e")))
+	job := createCreationJob(t, ns, tag)
+	labels := jobLabels(tag, v1alpha1.JobTypeCreation, "")
+	labels[batchv1.JobNameLabel] = job.Name
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job.Name + "-x7k2p", Labels: labels}, Spec: podJobSpec().Template.Spec}
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, pod); err != nil {
+		t.Fatalf("creating pod: %v", err)
+	}
+	pod.Status.Phase = corev1.PodFailed
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "test", Image: "registry.example.com/tests:latest", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "read 4/4 component images\nError: the components mix platforms (linux/amd64: api; linux/arm64: web)"},
+	}}}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		t.Fatalf("updating pod status: %v", err)
+	}
+	finish(t, job, false)
+	waitFor(t, ns, tag, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		phaseIs(v1alpha1.PhaseFailed)(g, p)
+		g.Expect(condition(p, v1alpha1.ConditionPayloadFailed).Message).To(HaveSuffix(
+			"; the build said: Error: the components mix platforms (linux/amd64: api; linux/arm64: web)"))
 	})
 }

@@ -3,6 +3,7 @@ package payload
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,8 @@ import (
 type Observations struct {
 	// CreationJobs are the batch/v1 Jobs labelled as the payload's creation job.
 	CreationJobs []batchv1.Job
+	// CreationPods are the pods of those jobs, which say why a build failed.
+	CreationPods []corev1.Pod
 	// Runs are the verification runs found for the payload, one per Job or ProwJob.
 	Runs []ObservedRun
 }
@@ -192,4 +195,41 @@ func CreationResult(jobs []batchv1.Job) v1alpha1.ReleaseCreationJobResult {
 		result.Message = fmt.Sprintf("creation job %s is running", newest.Name)
 	}
 	return result
+}
+
+// maxReasonLength bounds the build's own words carried into a condition message.
+const maxReasonLength = 512
+
+// FailureReason is what the pods of the creation job jobName said when they failed: the last
+// line of the termination message of the newest failed container (Kubernetes fills it from the
+// log's tail for containers with FallbackToLogsOnError, as creation jobs have); "" when none said.
+func FailureReason(jobName string, pods []corev1.Pod) string {
+	var newest *corev1.Pod
+	var reason string
+	for i := range pods {
+		p := &pods[i]
+		if p.Labels[batchv1.JobNameLabel] != jobName && p.Labels["job-name"] != jobName {
+			continue
+		}
+		if newest != nil && p.CreationTimestamp.Before(&newest.CreationTimestamp) {
+			continue
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if t := c.State.Terminated; t != nil && t.ExitCode != 0 {
+				if line := lastLine(t.Message); line != "" {
+					newest, reason = p, line
+				}
+			}
+		}
+	}
+	return reason
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	line := strings.TrimSpace(lines[len(lines)-1])
+	if len(line) > maxReasonLength {
+		line = line[:maxReasonLength] + "…"
+	}
+	return line
 }

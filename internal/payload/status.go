@@ -24,6 +24,11 @@ import (
 func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time) v1alpha1.ReleasePayloadStatus {
 	status := *p.Status.DeepCopy()
 	status.ReleaseCreationJobResult = CreationResult(obs.CreationJobs)
+	if result := &status.ReleaseCreationJobResult; result.Status == v1alpha1.CreationJobFailed {
+		if reason := FailureReason(result.Name, obs.CreationPods); reason != "" {
+			result.Message += "; the build said: " + reason
+		}
+	}
 	status.Verifications = SeedVerifications(p.Spec.PayloadVerificationConfig.Verifications, status.Verifications)
 	status.Verifications = MergeRuns(status.Verifications, obs.Runs)
 	skipped := p.SkippedUpgrades()

@@ -1,10 +1,12 @@
 package payload
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -272,5 +274,40 @@ func TestCreationResult(t *testing.T) {
 	jobstatus.Succeeded(&newer, now)
 	if r := CreationResult([]batchv1.Job{old, newer}); r.Status != v1alpha1.CreationJobSuccess || r.Message != "CompletionsReached: Reached expected number of succeeded pods" {
 		t.Errorf("newest job succeeded: %+v", r)
+	}
+}
+
+func TestFailureReason(t *testing.T) {
+	at := func(minutes int) metav1.Time {
+		return metav1.NewTime(time.Date(2026, 11, 22, 9, minutes, 0, 0, time.UTC))
+	}
+	pod := func(name, job string, created metav1.Time, exit int32, message string) corev1.Pod {
+		return corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created, Labels: map[string]string{batchv1.JobNameLabel: job}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: exit, Message: message}},
+			}}},
+		}
+	}
+	tests := []struct {
+		name string
+		pods []corev1.Pod
+		want string
+	}{
+		{"no pods", nil, ""},
+		{"last line of the newest failed pod", []corev1.Pod{
+			pod("a", "build", at(1), 1, "reading components\nError: component api is missing"),
+			pod("b", "build", at(2), 1, "reading components\nError: the components mix platforms\n"),
+		}, "Error: the components mix platforms"},
+		{"a pod of another job", []corev1.Pod{pod("a", "other", at(1), 1, "Error: elsewhere")}, ""},
+		{"succeeded containers say nothing", []corev1.Pod{pod("a", "build", at(1), 0, "all good")}, ""},
+		{"long lines are cut", []corev1.Pod{pod("a", "build", at(1), 1, strings.Repeat("x", 600))}, strings.Repeat("x", 512) + "…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := FailureReason("build", tt.pods); got != tt.want {
+				t.Errorf("FailureReason() = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

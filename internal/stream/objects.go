@@ -84,6 +84,9 @@ func NewCreationJob(p *v1alpha1.ReleasePayload, image, serviceAccount string) *b
 						Name:    "build",
 						Image:   image,
 						Command: []string{"release-controller", "payload", "build", "--payload", p.Namespace + "/" + p.Name},
+						// A failed build's last output becomes its termination message, which
+						// the payload's PayloadFailed condition quotes.
+						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 					}},
 				},
 			},
