@@ -24,6 +24,10 @@ import (
 func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time) v1alpha1.ReleasePayloadStatus {
 	status := *p.Status.DeepCopy()
 	status.ReleaseCreationJobResult = CreationResult(obs.CreationJobs)
+	if len(obs.CreationJobs) == 0 && isFinal(p.Status.ReleaseCreationJobResult.Status) {
+		// The finished creation job was collected: its recorded result stands.
+		status.ReleaseCreationJobResult = p.Status.ReleaseCreationJobResult
+	}
 	if result := &status.ReleaseCreationJobResult; result.Status == v1alpha1.CreationJobFailed {
 		if reason := FailureReason(result.Name, obs.CreationPods); reason != "" {
 			result.Message += "; the build said: " + reason
@@ -48,6 +52,10 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 	}
 	status.Phase = Phase(status.Conditions)
 	return status
+}
+
+func isFinal(s v1alpha1.CreationJobStatus) bool {
+	return s == v1alpha1.CreationJobSuccess || s == v1alpha1.CreationJobFailed
 }
 
 func verificationSpec(p *v1alpha1.ReleasePayload, name string) v1alpha1.Verification {

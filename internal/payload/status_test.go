@@ -311,3 +311,22 @@ func TestFailureReason(t *testing.T) {
 		})
 	}
 }
+
+// TestComputeStatusKeepsTheResultOfACollectedCreationJob: garbage collection deletes finished
+// jobs; the payload's verdict must not go with them.
+func TestComputeStatusKeepsTheResultOfACollectedCreationJob(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC))
+	p := &v1alpha1.ReleasePayload{}
+	p.Status = ComputeStatus(p, Observations{CreationJobs: []batchv1.Job{func() batchv1.Job {
+		j := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "build"}}
+		jobstatus.Succeeded(&j, now)
+		return j
+	}()}}, now)
+	if p.Status.Phase != v1alpha1.PhaseAccepted {
+		t.Fatalf("phase %s before collection", p.Status.Phase)
+	}
+	after := ComputeStatus(p, Observations{}, now)
+	if after.Phase != v1alpha1.PhaseAccepted || after.ReleaseCreationJobResult.Status != v1alpha1.CreationJobSuccess || after.ReleaseCreationJobResult.Name != "build" {
+		t.Errorf("after the creation job was collected: phase %s, result %+v", after.Phase, after.ReleaseCreationJobResult)
+	}
+}
