@@ -203,10 +203,13 @@ func TestDeletedRunBecomesUnknown(t *testing.T) {
 			t.Fatalf("deleting job: %v", err)
 		}
 	}
+	// The run is Unknown; it used up no attempt, so the verification waits for another run.
 	p := waitFor(t, ns, tag, func(g Gomega, p *v1alpha1.ReleasePayload) {
 		phaseIs(v1alpha1.PhaseReady)(g, p)
-		g.Expect(verification(p, "e2e").State).To(Equal(v1alpha1.JobUnknown))
-		g.Expect(condition(p, v1alpha1.ConditionPayloadAccepted).Message).To(Equal("blocking jobs with unknown results: e2e"))
+		g.Expect(verification(p, "e2e").Runs[0].State).To(Equal(v1alpha1.JobUnknown))
+		g.Expect(verification(p, "e2e").State).To(Equal(v1alpha1.JobPending))
+		g.Expect(verification(p, "e2e").Message).To(Equal("0 of 1 attempts failed, 1 lost; retry pending"))
+		g.Expect(condition(p, v1alpha1.ConditionPayloadAccepted).Message).To(Equal("waiting for blocking jobs: e2e"))
 	})
 	if r := verification(p, "e2e").Runs[0]; r.State != v1alpha1.JobUnknown || r.Message != "the Job was deleted before it finished" {
 		t.Errorf("deleted run recorded as %+v", r)

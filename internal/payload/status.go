@@ -166,20 +166,30 @@ func VerificationState(v v1alpha1.Verification, runs []v1alpha1.JobRun) (v1alpha
 			running++
 		}
 	}
-	ended := failed + unknown
+	lost := ""
+	if unknown > 0 {
+		lost = fmt.Sprintf(", %d lost", unknown)
+	}
 	switch {
-	case ended >= attempts && failed == 0:
-		return v1alpha1.JobUnknown, fmt.Sprintf("the results of all %d attempts were lost: their objects were deleted before they finished", ended)
-	case ended >= attempts:
-		return v1alpha1.JobFailure, fmt.Sprintf("failed %d of %d attempts", ended, attempts)
+	case failed >= attempts:
+		return v1alpha1.JobFailure, fmt.Sprintf("failed %d of %d attempts%s", failed, attempts, lost)
+	case running == 0 && int32(len(runs)) >= MaxRuns(v):
+		return v1alpha1.JobUnknown, fmt.Sprintf("gave up after %d runs: the results of %d were lost (their objects were deleted before they finished)", len(runs), unknown)
 	case len(runs) == 0:
 		return v1alpha1.JobPending, "not started"
-	case ended == 0:
+	case failed+unknown == 0:
 		return v1alpha1.JobPending, "running"
 	case running > 0:
-		return v1alpha1.JobPending, fmt.Sprintf("%d of %d attempts failed; retry running", ended, attempts)
+		return v1alpha1.JobPending, fmt.Sprintf("%d of %d attempts failed%s; retry running", failed, attempts, lost)
 	}
-	return v1alpha1.JobPending, fmt.Sprintf("%d of %d attempts failed; retry pending", ended, attempts)
+	return v1alpha1.JobPending, fmt.Sprintf("%d of %d attempts failed%s; retry pending", failed, attempts, lost)
+}
+
+// MaxRuns bounds the runs of a retried verification. Only failed runs use up its attempts
+// (maxRetries+1); a run whose object was deleted before it finished is run again, but not
+// forever.
+func MaxRuns(v v1alpha1.Verification) int32 {
+	return 2 * (v.MaxRetries + 1)
 }
 
 // RequiredPasses is how many of an aggregated verification's runs must pass.

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/payload"
 )
 
 // Backoff spaces the retries of a failed verification: Base after the first failure,
@@ -96,20 +97,25 @@ func PlanRuns(p *v1alpha1.ReleasePayload, now time.Time, backoff Backoff, accept
 		if slices.ContainsFunc(status.Runs, func(r v1alpha1.JobRun) bool { return !r.State.IsTerminal() }) {
 			continue // a run is still going
 		}
-		// Every run ended without success (a success would have decided the state).
-		failures := int32(len(status.Runs))
-		var last int32
+		// Every run ended without success (a success would have decided the state). Failed
+		// runs use up the attempts; lost ones (Unknown) are run again, up to MaxRuns.
+		ended := int32(len(status.Runs))
+		var failures, last int32
 		var lastEnded time.Time
 		for _, r := range status.Runs {
 			last = max(last, r.Attempt)
+			if r.State == v1alpha1.JobFailure {
+				failures++
+			}
 			if r.CompletionTime != nil && r.CompletionTime.After(lastEnded) {
 				lastEnded = r.CompletionTime.Time
 			}
 		}
-		if last >= v.MaxRetries+1 {
+		if failures >= v.MaxRetries+1 || ended >= payload.MaxRuns(v) {
 			continue
 		}
-		if due := lastEnded.Add(backoff.Delay(failures)); now.Before(due) {
+		// The backoff grows with every run that ended.
+		if due := lastEnded.Add(backoff.Delay(ended)); now.Before(due) {
 			if wait := due.Sub(now); plan.RequeueAfter == 0 || wait < plan.RequeueAfter {
 				plan.RequeueAfter = wait
 			}

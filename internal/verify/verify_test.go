@@ -150,6 +150,10 @@ func TestPlanRuns(t *testing.T) {
 				return r
 			}()}}}), append([]UpgradeSource{{Tag: "4.14.9-2026-11-10-000000", Image: "registry/release@sha256:older"}}, accepted...),
 			[]launch{{"upgrade", 2, "4.14.9-2026-11-10-000000"}}, nil, 0},
+		{"a lost run is run again", payloadWith([]v1alpha1.Verification{{Name: "e2e"}}, []v1alpha1.VerificationStatus{{Name: "e2e", State: pending, Runs: []v1alpha1.JobRun{ended(1, v1alpha1.JobUnknown, time.Hour)}}}), accepted,
+			[]launch{{"e2e", 2, ""}}, nil, 0},
+		{"lost runs stop at MaxRuns", payloadWith([]v1alpha1.Verification{{Name: "e2e"}}, []v1alpha1.VerificationStatus{{Name: "e2e", State: v1alpha1.JobUnknown, Runs: []v1alpha1.JobRun{ended(1, v1alpha1.JobUnknown, time.Hour), ended(2, v1alpha1.JobUnknown, time.Hour)}}}), accepted,
+			nil, nil, 0},
 		{"skipped stays skipped", func() *v1alpha1.ReleasePayload {
 			p := payloadWith([]v1alpha1.Verification{{Name: "upgrade", UpgradeFrom: v1alpha1.UpgradeFromPrevious}}, nil)
 			p.Annotations = map[string]string{v1alpha1.AnnotationUpgradeSkipped: "upgrade"}
