@@ -179,6 +179,7 @@ type ReleaseStreamStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=rls,categories=release-controller
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 63",message="a stream's name is at most 63 characters: it is the value of the release-controller.dev/stream label"
 // +kubebuilder:printcolumn:name="Prefix",type=string,JSONPath=`.spec.tagPrefix`
 // +kubebuilder:printcolumn:name="Latest",type=string,JSONPath=`.status.latestPayload`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.latestAccepted`

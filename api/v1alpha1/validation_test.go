@@ -238,6 +238,8 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			s.Spec.Verification = append(s.Spec.Verification, s.Spec.Verification[0])
 		},
 			"Duplicate value"},
+		{"name too long for a label", func(s *v1alpha1.ReleaseStream) { s.Name = strings.Repeat("n", 64) },
+			"a stream's name is at most 63 characters"},
 		{"bad retention", func(s *v1alpha1.ReleaseStream) { s.Spec.Retention.KeepAccepted = -2 },
 			"keepAccepted in body should be greater than or equal to 1"},
 	}

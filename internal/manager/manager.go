@@ -69,6 +69,10 @@ type Options struct {
 	SkipControllerNameValidation bool
 }
 
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // LeaderElectionID names the lease the replicas compete for.
 const LeaderElectionID = "release-controller.release-controller.dev"
 

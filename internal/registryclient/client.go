@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -21,9 +22,16 @@ type Client struct {
 	options []remote.Option
 }
 
+// ResponseTimeout bounds the wait for a registry's answer, so a stalled registry cannot hold
+// a reconcile forever.
+const ResponseTimeout = time.Minute
+
 // New returns a client; extra options (transport, credentials) are added to every call.
 func New(options ...remote.Option) *Client {
-	return &Client{options: append([]remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}, options...)}
+	transport := remote.DefaultTransport.(*http.Transport).Clone()
+	transport.ResponseHeaderTimeout = ResponseTimeout
+	defaults := []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain), remote.WithTransport(transport)}
+	return &Client{options: append(defaults, options...)}
 }
 
 func (c *Client) with(ctx context.Context) []remote.Option {

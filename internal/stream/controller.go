@@ -147,7 +147,7 @@ func (s *streamSync) importComponents(ctx context.Context) (pinned []v1alpha1.Pi
 	for _, c := range s.stream.Spec.Components {
 		st, seen := previous[c.Name]
 		st.Name = c.Name
-		due := !seen || specChanged || st.Image == "" && st.Error == ""
+		due := !seen || specChanged || st.LastResolved == nil || st.Image == "" && st.Error == ""
 		if st.Error != "" {
 			due = due || st.LastResolved == nil || s.now.Sub(st.LastResolved.Time) >= ImportBackoff(st.Failures)
 		} else if st.LastResolved != nil {

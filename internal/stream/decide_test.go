@@ -213,3 +213,20 @@ func TestNewestAccepted(t *testing.T) {
 		t.Errorf("Counts() = %+v", got)
 	}
 }
+
+func TestRecordUpgradesPastTheLimitSettles(t *testing.T) {
+	completed := metav1.NewTime(now)
+	p := payloadAt("4.15.1-2026-11-22-093000", time.Hour, v1alpha1.PhaseAccepted)
+	var runs []v1alpha1.JobRun
+	for i := range MaxUpgradeEdges + 10 {
+		runs = append(runs, v1alpha1.JobRun{Name: fmt.Sprintf("u-%05d", i), UpgradeFrom: "4.15.0-2026-11-21-000000", State: v1alpha1.JobSuccess, CompletionTime: &completed})
+	}
+	p.Status.Verifications = []v1alpha1.VerificationStatus{{Name: "upgrade", Runs: runs}}
+	graph, changed := RecordUpgrades(UpgradeGraph{}, []v1alpha1.ReleasePayload{p})
+	if !changed || len(graph.Edges) != MaxUpgradeEdges {
+		t.Fatalf("first record: changed=%v, %d edges", changed, len(graph.Edges))
+	}
+	if _, changed := RecordUpgrades(graph, []v1alpha1.ReleasePayload{p}); changed {
+		t.Error("recording the same runs again past the limit reports a change (and rewrites the ConfigMap every pass)")
+	}
+}

@@ -69,6 +69,10 @@ func RecordUpgrades(graph UpgradeGraph, payloads []v1alpha1.ReleasePayload) (Upg
 	if len(edges) > MaxUpgradeEdges {
 		edges = edges[len(edges)-MaxUpgradeEdges:]
 	}
+	// Edges trimmed before may come back from payloads still around and be trimmed again.
+	if len(edges) == len(graph.Edges) && slices.EqualFunc(edges, graph.Edges, equalEdge) {
+		return graph, false
+	}
 	return UpgradeGraph{Edges: edges}, true
 }
 
