@@ -13,6 +13,7 @@ import (
 
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/payload"
+	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/stream"
 	"github.com/release-controller/release-controller/internal/verify"
 )
@@ -67,6 +68,8 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 	f.DurationVar(&opts.RetryBackoff.Cap, "retry-backoff-max", opts.RetryBackoff.Cap, "longest wait before retrying a failed verification run")
 	f.StringVar(&opts.BuildImage, "build-image", opts.BuildImage, "image of the payload creation jobs (runs release-controller payload build)")
 	f.StringVar(&opts.BuildServiceAccount, "build-service-account", "", "service account of the payload creation jobs; it must be allowed to read releasepayloads")
+	f.StringVar(&opts.ReleaseLog.Namespace, "log-namespace", "", "namespace of the ReleaseLog objects; default: --namespace, else "+releaselog.DefaultNamespace)
+	f.DurationVar(&opts.ReleaseLog.TTL, "log-ttl", releaselog.DefaultTTL, "how long release log days are kept before they are deleted")
 	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)
