@@ -34,30 +34,8 @@ const waitTimeout = 60 * time.Second
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 	testenv.Main(m, &env, func(e *testenv.Env) (func(), error) {
-		return startControllers(e, manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
+		return e.StartControllers(manager.Options{MetricsAddr: "0", ProbeAddr: "0"})
 	})
-}
-
-// startControllers runs every controller against e until the returned stop is called.
-func startControllers(e *testenv.Env, opts manager.Options) (func(), error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	mgr, err := manager.New(e.Config, opts)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	if err := manager.AddControllers(ctx, mgr, opts); err != nil {
-		cancel()
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintln(os.Stderr, "manager stopped with:", err)
-		}
-	}, nil
 }
 
 const tag = "4.15.0-0.nightly-2026-11-22-093000"

@@ -55,19 +55,14 @@ func TestMain(m *testing.M) {
 			RetryBackoff:   verify.Backoff{Base: 200 * time.Millisecond, Cap: time.Second},
 			BuildImage:     "release-controller:test",
 		}
-		mgr, err := manager.New(e.Config, opts)
-		if err == nil {
-			err = manager.AddControllers(ctx, mgr, opts)
-		}
+		stopControllers, err := e.StartControllers(opts)
 		if err != nil {
 			cancel()
 			return nil, err
 		}
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(ctx) }()
 		return func() {
+			stopControllers()
 			cancel()
-			<-done
 			_ = reg.Close()
 			_ = os.RemoveAll(dir)
 		}, nil

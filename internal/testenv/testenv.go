@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -148,4 +149,31 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// StartControllers runs a manager with every controller against the API server, plus whatever
+// setup adds to it (the job runner, say), until the returned stop is called.
+func (e *Env) StartControllers(opts manager.Options, setup ...func(ctrl.Manager) error) (stop func(), err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	mgr, err := manager.New(e.Config, opts)
+	if err == nil {
+		err = manager.AddControllers(ctx, mgr, opts)
+	}
+	for _, s := range setup {
+		if err == nil {
+			err = s(mgr)
+		}
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "manager stopped with:", err)
+		}
+	}, nil
 }

@@ -95,7 +95,6 @@ func TestMain(m *testing.M) {
 
 // startControllers runs every controller and the job runner, as `release-controller dev` does.
 func startControllers() (func(), error) {
-	ctx, cancel := context.WithCancel(context.Background())
 	opts := manager.Options{
 		MetricsAddr: "0", ProbeAddr: "0",
 		ImportInterval: time.Second,
@@ -105,33 +104,17 @@ func startControllers() (func(), error) {
 		SkipControllerNameValidation: true,
 		ReleaseLog:                   releaselog.Options{Namespace: logNamespace},
 	}
-	mgr, err := manager.New(env.Config, opts)
-	if err == nil {
-		err = manager.AddControllers(ctx, mgr, opts)
-	}
-	var runner *jobrunner.Runner
-	if err == nil {
-		runner, err = jobrunner.New(jobrunner.Options{
+	return env.StartControllers(opts, func(mgr ctrl.Manager) error {
+		runner, err := jobrunner.New(jobrunner.Options{
 			Executable: binary,
 			LogDir:     filepath.Join(workDir, "logs"),
 			Env:        []string{"KUBECONFIG=" + kubeconfig, "PATH=" + filepath.Dir(binary) + ":" + os.Getenv("PATH"), "SCRATCH=" + workDir},
 		})
-	}
-	if err == nil {
-		err = runner.SetupWithManager(mgr)
-	}
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			fmt.Fprintln(os.Stderr, "manager stopped with:", err)
+		if err != nil {
+			return err
 		}
-	}, nil
+		return runner.SetupWithManager(mgr)
+	})
 }
 
 func repo(ns, image string) string { return fmt.Sprintf("%s/%s/%s", reg.Addr(), ns, image) }
