@@ -10,16 +10,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/release-controller/release-controller/internal/apiserver"
+	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/releaselog"
 )
 
 func newAPICommand() *cobra.Command {
 	var (
-		kubeconfig, listen string
-		logOpts            releaselog.Options
-		types              []string
-		zapOpts            = zap.Options{}
+		kube    kubeclient.Options
+		listen  string
+		logOpts releaselog.Options
+		types   []string
+		zapOpts = zap.Options{}
 	)
 	cmd := &cobra.Command{
 		Use:   "api",
@@ -37,7 +39,7 @@ a bearer token that Kubernetes RBAC allows to create releaselogs.`,
 			logOpts.Types = parsed
 			logOpts.Store = releaselog.NewStore()
 			logOpts = logOpts.WithDefaults("")
-			cfg, err := restConfig(kubeconfig)
+			cfg, err := kube.Config()
 			if err != nil {
 				return err
 			}
@@ -56,7 +58,7 @@ a bearer token that Kubernetes RBAC allows to create releaselogs.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: in-cluster configuration, then $KUBECONFIG")
+	kube.AddFlags(f)
 	f.StringVar(&listen, "listen", ":8080", "address to serve on")
 	f.StringVar(&logOpts.Namespace, "log-namespace", releaselog.DefaultNamespace, "namespace of the ReleaseLog objects")
 	f.DurationVar(&logOpts.TTL, "log-ttl", releaselog.DefaultTTL, "how long release log days are kept")

@@ -2,15 +2,13 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/payload"
 	"github.com/release-controller/release-controller/internal/releaselog"
@@ -20,8 +18,8 @@ import (
 
 func newControllerCommand() *cobra.Command {
 	var (
-		kubeconfig string
-		opts       = manager.Options{
+		kube kubeclient.Options
+		opts = manager.Options{
 			JobEventDelay: payload.DefaultJobEventDelay, PayloadWorkers: payload.DefaultWorkers,
 			ImportInterval: stream.DefaultImportInterval, RetryBackoff: verify.DefaultBackoff,
 			BuildImage: stream.DefaultBuildImage,
@@ -36,7 +34,7 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
-			cfg, err := restConfig(kubeconfig)
+			cfg, err := kube.Config()
 			if err != nil {
 				return err
 			}
@@ -55,7 +53,7 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: in-cluster configuration, then $KUBECONFIG")
+	kube.AddFlags(f)
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", ":9090", "address of the Prometheus metrics endpoint; 0 disables it")
 	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":9091", "address of /healthz and /readyz; 0 disables them")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so that only one replica reconciles")
@@ -74,22 +72,6 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)
 	return cmd
-}
-
-// restConfig loads --kubeconfig when given, else $KUBECONFIG, the in-cluster configuration
-// or ~/.kube/config, in that order.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = ctrl.GetConfig()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	return cfg, nil
 }
 
 // inCluster reports whether the process runs in a pod, where the lease goes to the pod's namespace.

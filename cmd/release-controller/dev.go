@@ -44,6 +44,7 @@ rejected and failed. State lives in --data-dir; a second start resumes where the
 	f.BoolVar(&opts.Demo, "demo", opts.Demo, "create the demo stream and run its simulated build system")
 	f.DurationVar(&opts.BuildInterval, "build-interval", opts.BuildInterval, "how often the demo's build system publishes a component build")
 	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "address of the web UI, the Connect API and MCP")
+	opts.Client.AddRateFlags(f)
 	cmd.AddCommand(newDevBumpCommand(), newDevCheckCommand())
 	return cmd
 }

@@ -14,10 +14,10 @@ import (
 	"connectrpc.com/connect"
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/types/known/timestamppb"
-	"k8s.io/client-go/tools/clientcmd"
 
 	releasecontrollerv1 "github.com/release-controller/release-controller/internal/gen/releasecontroller/v1"
 	"github.com/release-controller/release-controller/internal/gen/releasecontroller/v1/releasecontrollerv1connect"
+	"github.com/release-controller/release-controller/internal/kubeclient"
 )
 
 // logClientFlags are how the log commands reach the API server and who they are.
@@ -29,7 +29,7 @@ func (f *logClientFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.server, "server", "http://127.0.0.1:8080", "URL of the release-controller API server")
 	cmd.Flags().StringVar(&f.token, "token", "", "bearer token for writes; default: the kubeconfig's token")
 	cmd.Flags().StringVar(&f.tokenFile, "token-file", "", "file holding the bearer token (release-controller dev writes one)")
-	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig whose token to use; default: $KUBECONFIG, ~/.kube/config")
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig whose token to use; default: $KUBECONFIG, the in-cluster service account, then ~/.kube/config")
 }
 
 func (f *logClientFlags) client() releasecontrollerv1connect.ReleaseServiceClient {
@@ -48,11 +48,7 @@ func (f *logClientFlags) bearerToken() (string, error) {
 		}
 		return strings.TrimSpace(string(data)), nil
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if f.kubeconfig != "" {
-		rules.ExplicitPath = f.kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	cfg, err := kubeclient.Options{Kubeconfig: f.kubeconfig}.Config()
 	if err != nil {
 		return "", nil // no kubeconfig: the server says a token is needed
 	}

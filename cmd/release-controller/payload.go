@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaseimage"
@@ -36,7 +37,10 @@ func newPayloadCommand() *cobra.Command {
 }
 
 func newPayloadBuildCommand() *cobra.Command {
-	var kubeconfig, payloadKey string
+	var (
+		kube       kubeclient.Options
+		payloadKey string
+	)
 	cmd := &cobra.Command{
 		Use:   "build --payload NAMESPACE/NAME",
 		Short: "Build a ReleasePayload's image and push it",
@@ -50,7 +54,7 @@ is the payload image's pull spec by digest.`,
 			if !ok || namespace == "" || name == "" || strings.Contains(name, "/") {
 				return fmt.Errorf("--payload must be NAMESPACE/NAME, got %q", payloadKey)
 			}
-			cfg, err := restConfig(kubeconfig)
+			cfg, err := kube.Config()
 			if err != nil {
 				return err
 			}
@@ -63,7 +67,7 @@ is the payload image's pull spec by digest.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&payloadKey, "payload", "", "the ReleasePayload to build, as NAMESPACE/NAME")
-	f.StringVar(&kubeconfig, "kubeconfig", "", "path to a kubeconfig; default: $KUBECONFIG, the in-cluster configuration, then ~/.kube/config")
+	kube.AddFlags(f)
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
 }

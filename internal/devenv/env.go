@@ -23,6 +23,7 @@ import (
 	"github.com/release-controller/release-controller/internal/apiserver"
 	"github.com/release-controller/release-controller/internal/devenv/demo"
 	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
+	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/releaselog"
@@ -46,6 +47,8 @@ type Options struct {
 	Listen string
 	// Out receives progress and the summary.
 	Out io.Writer
+	// Client sets the controllers' client-side rate limit (none by default), as on a cluster.
+	Client kubeclient.Options
 }
 
 // DemoNamespace holds the demo's stream and payloads.
@@ -110,6 +113,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 		// The release log of the environment lives beside the demo.
 		ReleaseLog: releaselog.Options{Namespace: DemoNamespace, Types: releaselog.DefaultTypes(), Store: releaselog.NewStore()}.WithDefaults(""),
 	}
+	// The controllers talk to the embedded API server as they would to a cluster's.
+	opts.Client.ApplyRate(cp.config)
 	mgr, err := manager.New(cp.config, mgrOpts)
 	if err != nil {
 		return err
