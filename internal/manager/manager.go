@@ -105,10 +105,11 @@ func labelExists(key string) labels.Selector {
 // New builds a manager for cfg.
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 	cacheOpts := cache.Options{
+		DefaultTransform: trimObject,
 		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}:    {Label: ownJobs()},
-			&prowv1.ProwJob{}: {Label: ownJobs()},
-			&corev1.Pod{}:     {Label: ownJobs()},
+			&batchv1.Job{}:    {Label: ownJobs(), Transform: trimJob},
+			&prowv1.ProwJob{}: {Label: ownJobs(), Transform: trimProwJob},
+			&corev1.Pod{}:     {Label: ownJobs(), Transform: trimPod},
 			// The release log lives in one namespace, which may differ from Namespace.
 			&v1alpha1.ReleaseLog{}: {Namespaces: map[string]cache.Config{opts.ReleaseLog.WithDefaults(opts.Namespace).Namespace: {}}},
 			// Only the streams' upgrade graphs, not every ConfigMap of the cluster.

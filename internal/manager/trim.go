@@ -1,0 +1,81 @@
+package manager
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
+)
+
+// The caches hold every payload's jobs for as long as they live: thousands of objects whose
+// pod templates, managed fields and last-applied annotations nobody here reads. The transforms
+// below drop them before an object is stored, so memory grows with what the controllers use.
+// Writes are merge patches of single fields (status, an annotation), so a trimmed cached copy
+// never sends the dropped fields back as deletions.
+
+// lastApplied is kubectl apply's copy of the whole object, as large as the object itself.
+const lastApplied = corev1.LastAppliedConfigAnnotation
+
+// trimMeta drops the managed fields and kubectl's last-applied copy.
+func trimMeta(obj any) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return
+	}
+	m.SetManagedFields(nil)
+	if a := m.GetAnnotations(); a[lastApplied] != "" {
+		delete(a, lastApplied)
+		m.SetAnnotations(a)
+	}
+}
+
+// trimObject is the default transform: metadata only.
+func trimObject(obj any) (any, error) {
+	trimMeta(obj)
+	return obj, nil
+}
+
+// trimJob keeps what the controllers and the dev job runner read of a Job: metadata, status,
+// and the spec fields that say whether it runs (suspend, managedBy, limits); the pod template
+// goes (the runner reads it from the API server before it starts a pod).
+func trimJob(obj any) (any, error) {
+	trimMeta(obj)
+	if job, ok := obj.(*batchv1.Job); ok {
+		job.Spec = batchv1.JobSpec{
+			Suspend:               job.Spec.Suspend,
+			ManagedBy:             job.Spec.ManagedBy,
+			BackoffLimit:          job.Spec.BackoffLimit,
+			ActiveDeadlineSeconds: job.Spec.ActiveDeadlineSeconds,
+		}
+	}
+	return obj, nil
+}
+
+// trimProwJob drops a ProwJob's pod spec; its type, agent and job name stay.
+func trimProwJob(obj any) (any, error) {
+	trimMeta(obj)
+	if pj, ok := obj.(*prowv1.ProwJob); ok {
+		pj.Spec.PodSpec = nil
+	}
+	return obj, nil
+}
+
+// trimPod keeps a creation job's pod's metadata and container statuses, which say why a
+// build failed; its spec and the rest of its status go.
+func trimPod(obj any) (any, error) {
+	trimMeta(obj)
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.Spec = corev1.PodSpec{}
+		pod.Status = corev1.PodStatus{Phase: pod.Status.Phase, ContainerStatuses: pod.Status.ContainerStatuses}
+	}
+	return obj, nil
+}
+
+var (
+	_ toolscache.TransformFunc = trimObject
+	_ toolscache.TransformFunc = trimJob
+	_ toolscache.TransformFunc = trimProwJob
+	_ toolscache.TransformFunc = trimPod
+)
