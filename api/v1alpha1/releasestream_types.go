@@ -113,9 +113,11 @@ type ComponentStatus struct {
 	// Error says why the component did not resolve.
 	// +optional
 	Error string `json:"error,omitempty"`
-	// LastResolved is when the component last resolved.
+	// LastChanged is when the component's outcome last changed: it resolved to a new digest,
+	// or an error began, changed or ended. Imports that find nothing new leave it (and the
+	// status) alone.
 	// +optional
-	LastResolved *metav1.Time `json:"lastResolved,omitempty"`
+	LastChanged *metav1.Time `json:"lastChanged,omitempty"`
 	// Failures counts the failed resolutions since the last success; retries back off with it.
 	// +optional
 	Failures int32 `json:"failures,omitempty"`

@@ -54,6 +54,8 @@ type Reconciler struct {
 	BuildServiceAccount string
 	// WatchProwJobs is set when the cluster serves ProwJobs.
 	WatchProwJobs bool
+
+	imports importTimes
 }
 
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams,verbs=get;list;watch
@@ -70,6 +72,9 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	var stream v1alpha1.ReleaseStream
 	if err := r.Get(ctx, req.NamespacedName, &stream); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.imports.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	now := r.Clock.Now()
@@ -144,30 +149,21 @@ func (s *streamSync) importComponents(ctx context.Context) (pinned []v1alpha1.Pi
 	specChanged := s.status.ObservedGeneration != s.stream.Generation
 	statuses := make([]v1alpha1.ComponentStatus, 0, len(s.stream.Spec.Components))
 	var unresolved []string
+	key := types.NamespacedName{Namespace: s.stream.Namespace, Name: s.stream.Name}
 	for _, c := range s.stream.Spec.Components {
-		st, seen := previous[c.Name]
+		st := previous[c.Name]
 		st.Name = c.Name
-		due := !seen || specChanged || st.LastResolved == nil || st.Image == "" && st.Error == ""
-		if st.Error != "" {
-			due = due || st.LastResolved == nil || s.now.Sub(st.LastResolved.Time) >= ImportBackoff(st.Failures)
-		} else if st.LastResolved != nil {
-			due = due || s.now.Sub(st.LastResolved.Time) >= interval
-		}
+		due, wait := ImportDue(st, s.r.imports.get(key, c.Name), specChanged, s.now, interval)
 		if due {
 			digestRef, err := s.r.Registry.Resolve(ctx, c.Image)
-			st.LastResolved = &metav1.Time{Time: s.now}
+			s.r.imports.set(key, c.Name, s.now)
+			st = ImportResult(st, digestRef, err, s.now)
+			wait = interval
 			if err != nil {
-				st.Error, st.Failures = err.Error(), st.Failures+1
-				s.requeue(ImportBackoff(st.Failures))
-			} else {
-				st.Image, st.Error, st.Failures = digestRef, "", 0
-				s.requeue(interval)
+				wait = ImportBackoff(st.Failures)
 			}
-		} else if st.Error != "" {
-			s.requeue(st.LastResolved.Add(ImportBackoff(st.Failures)).Sub(s.now))
-		} else {
-			s.requeue(st.LastResolved.Add(interval).Sub(s.now))
 		}
+		s.requeue(wait)
 		if st.Error != "" || st.Image == "" {
 			unresolved = append(unresolved, fmt.Sprintf("%s (%s)", c.Name, st.Error))
 		} else {

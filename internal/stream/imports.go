@@ -1,0 +1,81 @@
+package stream
+
+import (
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+// Imports run every ImportInterval per component, but a stream's status changes only when an
+// import finds something new (a digest, an error, one more failure): writing the time of each
+// import would make every stream write its status on every import, which with many streams
+// fills the API server's queue for nothing. The time of the last attempt is kept in memory;
+// a controller that starts (or a replica that becomes leader) resolves every component once.
+
+// ImportDue says whether a component is resolved now and, when it is not, how long until it
+// is. lastAttempt is zero when this process has not resolved it yet; specChanged is set when
+// the stream's spec changed since its status was written.
+func ImportDue(st v1alpha1.ComponentStatus, lastAttempt time.Time, specChanged bool, now time.Time, interval time.Duration) (due bool, wait time.Duration) {
+	if lastAttempt.IsZero() || specChanged || (st.Image == "" && st.Error == "") {
+		return true, 0
+	}
+	every := interval
+	if st.Error != "" {
+		every = ImportBackoff(st.Failures)
+	}
+	if next := lastAttempt.Add(every); next.After(now) {
+		return false, next.Sub(now)
+	}
+	return true, 0
+}
+
+// ImportResult is a component's status after it was resolved to digestRef, or failed with
+// resolveErr. LastChanged moves only when the outcome does: a new digest, an error that
+// begins, changes or ends.
+func ImportResult(prev v1alpha1.ComponentStatus, digestRef string, resolveErr error, now time.Time) v1alpha1.ComponentStatus {
+	next := prev
+	if resolveErr != nil {
+		next.Error, next.Failures = resolveErr.Error(), prev.Failures+1
+	} else {
+		next.Image, next.Error, next.Failures = digestRef, "", 0
+	}
+	if next.Image != prev.Image || next.Error != prev.Error || prev.LastChanged == nil {
+		next.LastChanged = &metav1.Time{Time: now}
+	}
+	return next
+}
+
+// importTimes remembers when each component of each stream was last resolved.
+type importTimes struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName]map[string]time.Time
+}
+
+func (t *importTimes) get(stream types.NamespacedName, component string) time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last[stream][component]
+}
+
+func (t *importTimes) set(stream types.NamespacedName, component string, at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last == nil {
+		t.last = map[types.NamespacedName]map[string]time.Time{}
+	}
+	if t.last[stream] == nil {
+		t.last[stream] = map[string]time.Time{}
+	}
+	t.last[stream][component] = at
+}
+
+// forget drops a deleted stream.
+func (t *importTimes) forget(stream types.NamespacedName) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.last, stream)
+}

@@ -1,0 +1,100 @@
+package stream
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+func TestImportDue(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	resolved := v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1"}
+	failing := v1alpha1.ComponentStatus{Name: "api", Error: "not found", Failures: 3} // backoff 20s
+	tests := []struct {
+		name        string
+		st          v1alpha1.ComponentStatus
+		lastAttempt time.Time
+		specChanged bool
+		wantDue     bool
+		wantWait    time.Duration
+	}{
+		{name: "never resolved by this process", st: resolved, wantDue: true},
+		{name: "never resolved at all", st: v1alpha1.ComponentStatus{Name: "api"}, lastAttempt: now, wantDue: true},
+		{name: "spec changed", st: resolved, lastAttempt: now, specChanged: true, wantDue: true},
+		{name: "resolved within the interval", st: resolved, lastAttempt: now.Add(-40 * time.Second), wantWait: 20 * time.Second},
+		{name: "interval passed", st: resolved, lastAttempt: now.Add(-time.Minute), wantDue: true},
+		{name: "failing within its backoff", st: failing, lastAttempt: now.Add(-5 * time.Second), wantWait: 15 * time.Second},
+		{name: "failing, backoff passed", st: failing, lastAttempt: now.Add(-20 * time.Second), wantDue: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			due, wait := ImportDue(tt.st, tt.lastAttempt, tt.specChanged, now, time.Minute)
+			if due != tt.wantDue || wait != tt.wantWait {
+				t.Errorf("due %v wait %s, want due %v wait %s", due, wait, tt.wantDue, tt.wantWait)
+			}
+		})
+	}
+}
+
+func TestImportResult(t *testing.T) {
+	before := metav1.NewTime(time.Date(2026, 11, 23, 11, 0, 0, 0, time.UTC))
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	changed := &metav1.Time{Time: now}
+	notFound := errors.New("not found")
+	tests := []struct {
+		name   string
+		prev   v1alpha1.ComponentStatus
+		digest string
+		err    error
+		want   v1alpha1.ComponentStatus
+	}{
+		{
+			name:   "same digest: nothing changes",
+			prev:   v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: &before},
+			digest: "r/api@sha256:1",
+			want:   v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: &before},
+		},
+		{
+			name:   "new digest",
+			prev:   v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: &before},
+			digest: "r/api@sha256:2",
+			want:   v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:2", LastChanged: changed},
+		},
+		{
+			name:   "first resolution",
+			prev:   v1alpha1.ComponentStatus{Name: "api"},
+			digest: "r/api@sha256:1",
+			want:   v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: changed},
+		},
+		{
+			name: "error begins: the last good digest stays",
+			prev: v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: &before},
+			err:  notFound,
+			want: v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", Error: "not found", Failures: 1, LastChanged: changed},
+		},
+		{
+			name: "same error again: only the failure count moves (it spaces the retries)",
+			prev: v1alpha1.ComponentStatus{Name: "api", Error: "not found", Failures: 2, LastChanged: &before},
+			err:  notFound,
+			want: v1alpha1.ComponentStatus{Name: "api", Error: "not found", Failures: 3, LastChanged: &before},
+		},
+		{
+			name:   "error ends",
+			prev:   v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", Error: "not found", Failures: 4, LastChanged: &before},
+			digest: "r/api@sha256:1",
+			want:   v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: changed},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, ImportResult(tt.prev, tt.digest, tt.err, now)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
