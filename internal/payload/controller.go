@@ -43,6 +43,8 @@ type Reconciler struct {
 	JobEventDelay time.Duration
 	// Workers is how many payloads are reconciled at once; zero uses DefaultWorkers.
 	Workers int
+
+	bursts bursts
 }
 
 // DefaultWorkers is how many payloads are reconciled at once. Reconciles mostly wait for the
@@ -58,6 +60,9 @@ const DefaultWorkers = 8
 // Reconcile reads the payload and its jobs from the cache, computes the status and writes it
 // once, only when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if wait := r.bursts.settle(req.NamespacedName, r.Clock.Now(), r.JobEventDelay, MaxJobEventDelayFactor*r.JobEventDelay); wait > 0 {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
 	var payload v1alpha1.ReleasePayload
 	if err := r.Get(ctx, req.NamespacedName, &payload); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -172,8 +177,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// jobEvents enqueues a job's payload after JobEventDelay. The queue keeps the earliest ready
-// time of an item, so jobs that change within the delay are handled by one reconcile.
+// jobEvents enqueues a job's payload after JobEventDelay and notes the event, so that the
+// reconcile waits until the payload's jobs are quiet (see SettleWait).
 func (r *Reconciler) jobEvents() handler.EventHandler {
 	enqueue := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		key := PayloadKeyOfJob(obj)
@@ -181,7 +186,9 @@ func (r *Reconciler) jobEvents() handler.EventHandler {
 			return
 		}
 		namespace, name, _ := strings.Cut(key, "/")
-		q.AddAfter(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: name}}, r.JobEventDelay)
+		payload := types.NamespacedName{Namespace: namespace, Name: name}
+		r.bursts.event(payload, r.Clock.Now())
+		q.AddAfter(reconcile.Request{NamespacedName: payload}, r.JobEventDelay)
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

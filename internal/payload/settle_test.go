@@ -1,0 +1,56 @@
+package payload
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func TestSettleWait(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	ms := time.Millisecond
+	const quiet, limit = 200 * time.Millisecond, 2 * time.Second
+	tests := []struct {
+		name             string
+		first, last, now time.Time
+		want             time.Duration
+	}{
+		{name: "no event noted (a payload event, a requeue)", now: t0, want: 0},
+		{name: "one event, delay not over", first: t0, last: t0, now: t0.Add(150 * ms), want: 50 * ms},
+		{name: "one event, quiet since", first: t0, last: t0, now: t0.Add(200 * ms), want: 0},
+		{name: "burst goes on: wait for quiet after the latest", first: t0, last: t0.Add(180 * ms), now: t0.Add(200 * ms), want: 180 * ms},
+		{name: "burst quiet since its latest event", first: t0, last: t0.Add(180 * ms), now: t0.Add(400 * ms), want: 0},
+		{name: "a trickle is cut at the limit", first: t0, last: t0.Add(1900 * ms), now: t0.Add(1950 * ms), want: 50 * ms},
+		{name: "past the limit: now", first: t0, last: t0.Add(2100 * ms), now: t0.Add(2200 * ms), want: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SettleWait(tt.first, tt.last, tt.now, quiet, limit); got != tt.want {
+				t.Errorf("SettleWait = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestBurstsEndWhenSettled(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	p := types.NamespacedName{Namespace: "ns", Name: "4.15.0"}
+	var b bursts
+	b.event(p, t0)
+	b.event(p, t0.Add(100*time.Millisecond))
+	if wait := b.settle(p, t0.Add(150*time.Millisecond), 200*time.Millisecond, 2*time.Second); wait != 150*time.Millisecond {
+		t.Fatalf("wait %s, want 150ms after the latest event", wait)
+	}
+	if wait := b.settle(p, t0.Add(300*time.Millisecond), 200*time.Millisecond, 2*time.Second); wait != 0 {
+		t.Fatalf("wait %s, want 0 once quiet", wait)
+	}
+	if len(b.m) != 0 {
+		t.Fatalf("a settled burst is kept: %v", b.m)
+	}
+	// The next event starts a new burst, counted from itself.
+	b.event(p, t0.Add(5*time.Second))
+	if wait := b.settle(p, t0.Add(5*time.Second), 200*time.Millisecond, 2*time.Second); wait != 200*time.Millisecond {
+		t.Fatalf("wait %s, want a full delay for a new burst", wait)
+	}
+}
