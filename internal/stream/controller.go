@@ -33,6 +33,21 @@ import (
 // IndexStream indexes payloads by their stream's name.
 const IndexStream = "spec.payloadCoordinates.stream"
 
+// IndexJobStream indexes Jobs and ProwJobs by "<payload namespace>/<stream>", so collecting a
+// stream's jobs reads its own, not every job of the cluster.
+const IndexJobStream = "release-controller.dev/stream-key"
+
+// streamKeyOfJob is the IndexJobStream key of a job object, "" for objects not of a payload.
+func streamKeyOfJob(obj client.Object) string {
+	stream := obj.GetLabels()[v1alpha1.LabelStream]
+	payloadKey := payload.PayloadKeyOfJob(obj)
+	if stream == "" || payloadKey == "" {
+		return ""
+	}
+	namespace, _, _ := strings.Cut(payloadKey, "/")
+	return namespace + "/" + stream
+}
+
 // DefaultImportInterval is how often components followed by tag are resolved again.
 const DefaultImportInterval = time.Minute
 
@@ -502,7 +517,7 @@ func (s *streamSync) collect(ctx context.Context) {
 	}
 	s.payloads = remaining
 
-	jobs, err := listJobs(ctx, s.r.Client, s.r.WatchProwJobs, client.MatchingLabels{v1alpha1.LabelStream: s.stream.Name})
+	jobs, err := listJobs(ctx, s.r.Client, s.r.WatchProwJobs, client.MatchingFields{IndexJobStream: s.stream.Namespace + "/" + s.stream.Name})
 	if err != nil {
 		s.fail("listing jobs", err)
 		return
@@ -519,10 +534,9 @@ func (s *streamSync) collect(ctx context.Context) {
 	if s.stream.Spec.Retention.CompletedJobTTL != nil {
 		ttl = &s.stream.Spec.Retention.CompletedJobTTL.Duration
 	}
-	toDelete, next := JobsToCollect(jobs.infos, func(key string) bool {
-		// Jobs of payloads in other namespaces (ProwJobs) name them with their label.
-		return existing[key] != nil || !strings.HasPrefix(key, s.stream.Namespace+"/")
-	}, ttl, s.now)
+	// The index keys jobs by their payload's namespace (ProwJobs elsewhere carry it in a
+	// label), so every job listed belongs to a payload of this stream.
+	toDelete, next := JobsToCollect(jobs.infos, func(key string) bool { return existing[key] != nil }, ttl, s.now)
 	s.requeue(next)
 	background := metav1.DeletePropagationBackground
 	for _, j := range toDelete {
@@ -618,6 +632,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return []string{obj.(*v1alpha1.ReleasePayload).Spec.PayloadCoordinates.Stream}
 	}); err != nil {
 		return fmt.Errorf("indexing payloads by stream: %w", err)
+	}
+	indexStreamKey := func(obj client.Object) []string {
+		if key := streamKeyOfJob(obj); key != "" {
+			return []string{key}
+		}
+		return nil
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &batchv1.Job{}, IndexJobStream, indexStreamKey); err != nil {
+		return fmt.Errorf("indexing jobs by stream: %w", err)
+	}
+	if r.WatchProwJobs {
+		if err := mgr.GetFieldIndexer().IndexField(ctx, &prowv1.ProwJob{}, IndexJobStream, indexStreamKey); err != nil {
+			return fmt.Errorf("indexing prowjobs by stream: %w", err)
+		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("releasestream").
