@@ -110,6 +110,8 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 			&batchv1.Job{}:    {Label: ownJobs(), Transform: trimJob},
 			&prowv1.ProwJob{}: {Label: ownJobs(), Transform: trimProwJob},
 			&corev1.Pod{}:     {Label: ownJobs(), Transform: trimPod},
+			// Without their job templates, read live when a run is launched.
+			&v1alpha1.ReleasePayload{}: {Transform: trimPayload},
 			// The release log lives in one namespace, which may differ from Namespace.
 			&v1alpha1.ReleaseLog{}: {Namespaces: map[string]cache.Config{opts.ReleaseLog.WithDefaults(opts.Namespace).Namespace: {}}},
 			// Only the streams' upgrade graphs, not every ConfigMap of the cluster.
@@ -166,7 +168,7 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the payload controller: %w", err)
 	}
 	streams := &stream.Reconciler{
-		Client: mgr.GetClient(), Registry: opts.Registry, WatchProwJobs: prowJobs,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Registry: opts.Registry, WatchProwJobs: prowJobs,
 		ImportInterval: opts.ImportInterval, RetryBackoff: opts.RetryBackoff,
 		BuildImage: opts.BuildImage, BuildServiceAccount: opts.BuildServiceAccount,
 	}

@@ -7,6 +7,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
+	"github.com/release-controller/release-controller/api/v1alpha1"
 )
 
 // The caches hold every payload's jobs for as long as they live: thousands of objects whose
@@ -73,7 +74,27 @@ func trimPod(obj any) (any, error) {
 	return obj, nil
 }
 
+// trimPayload drops the job templates of a payload's verifications: a payload is read on
+// every job change, but its templates only when a run is launched, and the stream controller
+// reads them from the API server then. They are most of a payload's size.
+func trimPayload(obj any) (any, error) {
+	trimMeta(obj)
+	if p, ok := obj.(*v1alpha1.ReleasePayload); ok {
+		for i := range p.Spec.PayloadVerificationConfig.Verifications {
+			v := &p.Spec.PayloadVerificationConfig.Verifications[i]
+			if v.Job != nil {
+				v.Job = &v1alpha1.JobBackend{}
+			}
+			if v.ProwJob != nil {
+				v.ProwJob = &v1alpha1.ProwJobBackend{Namespace: v.ProwJob.Namespace}
+			}
+		}
+	}
+	return obj, nil
+}
+
 var (
+	_ toolscache.TransformFunc = trimPayload
 	_ toolscache.TransformFunc = trimObject
 	_ toolscache.TransformFunc = trimJob
 	_ toolscache.TransformFunc = trimProwJob

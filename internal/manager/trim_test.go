@@ -75,6 +75,24 @@ func TestTrim(t *testing.T) {
 			want:      &v1alpha1.ReleasePayload{ObjectMeta: keptMeta(), Spec: v1alpha1.ReleasePayloadSpec{PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: "4.15.0"}}},
 		},
 		{
+			name:      "payload: job templates dropped, what decides its status kept",
+			transform: trimPayload,
+			in: &v1alpha1.ReleasePayload{ObjectMeta: fullMeta(), Spec: v1alpha1.ReleasePayloadSpec{
+				PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: "4.15.0"},
+				PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{Verifications: []v1alpha1.Verification{
+					{Name: "e2e", MaxRetries: 2, Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: *podSpec()}}}}},
+					{Name: "prow", Type: v1alpha1.Informing, ProwJob: &v1alpha1.ProwJobBackend{Namespace: "ci", Spec: prowv1.ProwJobSpec{Job: "e2e", PodSpec: podSpec()}}},
+				}},
+			}},
+			want: &v1alpha1.ReleasePayload{ObjectMeta: keptMeta(), Spec: v1alpha1.ReleasePayloadSpec{
+				PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: "4.15.0"},
+				PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{Verifications: []v1alpha1.Verification{
+					{Name: "e2e", MaxRetries: 2, Job: &v1alpha1.JobBackend{}},
+					{Name: "prow", Type: v1alpha1.Informing, ProwJob: &v1alpha1.ProwJobBackend{Namespace: "ci"}},
+				}},
+			}},
+		},
+		{
 			name:      "a deleted object's tombstone passes unchanged",
 			transform: trimJob,
 			in:        toolscache.DeletedFinalStateUnknown{Key: "ns/x"},

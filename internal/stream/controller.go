@@ -57,8 +57,11 @@ var DefaultBuildImage = "release-controller:" + version.Version
 // Reconciler runs the release flow of every ReleaseStream.
 type Reconciler struct {
 	client.Client
-	Registry *registryclient.Client
-	Clock    clock.PassiveClock
+	// APIReader reads payloads with their job templates, which the cache leaves out; nil
+	// reads them through Client.
+	APIReader client.Reader
+	Registry  *registryclient.Client
+	Clock     clock.PassiveClock
 	// ImportInterval is how often components followed by tag are resolved again.
 	ImportInterval time.Duration
 	// RetryBackoff spaces the retries of failed verification runs.
@@ -334,7 +337,13 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 		s.fail("listing the jobs of "+p.Name, err)
 		return
 	}
+	templates, err := s.verificationTemplates(ctx, p)
+	if err != nil {
+		s.fail("reading the verifications of "+p.Name, err)
+		return
+	}
 	for _, l := range plan.Launches {
+		l.Verification = templates[l.Verification.Name]
 		name := verify.RunName(p.Name, l.Verification.Name, l.Attempt)
 		if jobs.names[name] {
 			continue // launched already; the payload controller has not recorded it yet
@@ -343,6 +352,24 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 			s.fail(fmt.Sprintf("launching %s of %s", name, p.Name), err)
 		}
 	}
+}
+
+// verificationTemplates reads the payload's verifications with their job templates from the
+// API server (the cache leaves the templates out), by name.
+func (s *streamSync) verificationTemplates(ctx context.Context, p *v1alpha1.ReleasePayload) (map[string]v1alpha1.Verification, error) {
+	reader := s.r.APIReader
+	if reader == nil {
+		reader = s.r.Client
+	}
+	var full v1alpha1.ReleasePayload
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(p), &full); err != nil {
+		return nil, err
+	}
+	byName := make(map[string]v1alpha1.Verification, len(full.Spec.PayloadVerificationConfig.Verifications))
+	for _, v := range full.Spec.PayloadVerificationConfig.Verifications {
+		byName[v.Name] = v
+	}
+	return byName, nil
 }
 
 func (s *streamSync) launch(ctx context.Context, p *v1alpha1.ReleasePayload, l verify.Launch) error {
