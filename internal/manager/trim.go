@@ -1,6 +1,8 @@
 package manager
 
 import (
+	"unique"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,17 +21,32 @@ import (
 // lastApplied is kubectl apply's copy of the whole object, as large as the object itself.
 const lastApplied = corev1.LastAppliedConfigAnnotation
 
-// trimMeta drops the managed fields and kubectl's last-applied copy.
+// trimMeta drops the managed fields and kubectl's last-applied copy, and shares the strings
+// that many objects repeat (namespace, label and annotation keys and values: a payload's tag
+// is on each of its jobs) instead of keeping a copy per object.
 func trimMeta(obj any) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
 		return
 	}
 	m.SetManagedFields(nil)
-	if a := m.GetAnnotations(); a[lastApplied] != "" {
-		delete(a, lastApplied)
-		m.SetAnnotations(a)
+	m.SetNamespace(unique.Make(m.GetNamespace()).Value())
+	m.SetLabels(internMap(m.GetLabels()))
+	annotations := m.GetAnnotations()
+	delete(annotations, lastApplied)
+	m.SetAnnotations(internMap(annotations))
+}
+
+// internMap returns m with its keys and values interned; nil stays nil.
+func internMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
 	}
+	interned := make(map[string]string, len(m))
+	for k, v := range m {
+		interned[unique.Make(k).Value()] = unique.Make(v).Value()
+	}
+	return interned
 }
 
 // trimObject is the default transform: metadata only.
@@ -74,20 +91,16 @@ func trimPod(obj any) (any, error) {
 	return obj, nil
 }
 
-// trimPayload drops the job templates of a payload's verifications: a payload is read on
-// every job change, but its templates only when a run is launched, and the stream controller
-// reads them from the API server then. They are most of a payload's size.
+// trimPayload drops the backends (job templates) of a payload's verifications: a payload is
+// read on every job change, but its templates only when a run is launched, and the stream
+// controller reads them from the API server then. Even an empty Job template is over a
+// kilobyte, so the backends go whole: cached payloads have neither Job nor ProwJob set.
 func trimPayload(obj any) (any, error) {
 	trimMeta(obj)
 	if p, ok := obj.(*v1alpha1.ReleasePayload); ok {
 		for i := range p.Spec.PayloadVerificationConfig.Verifications {
 			v := &p.Spec.PayloadVerificationConfig.Verifications[i]
-			if v.Job != nil {
-				v.Job = &v1alpha1.JobBackend{}
-			}
-			if v.ProwJob != nil {
-				v.ProwJob = &v1alpha1.ProwJobBackend{Namespace: v.ProwJob.Namespace}
-			}
+			v.Job, v.ProwJob = nil, nil
 		}
 	}
 	return obj, nil

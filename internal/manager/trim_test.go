@@ -75,7 +75,7 @@ func TestTrim(t *testing.T) {
 			want:      &v1alpha1.ReleasePayload{ObjectMeta: keptMeta(), Spec: v1alpha1.ReleasePayloadSpec{PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: "4.15.0"}}},
 		},
 		{
-			name:      "payload: job templates dropped, what decides its status kept",
+			name:      "payload: backends dropped, what decides its status kept",
 			transform: trimPayload,
 			in: &v1alpha1.ReleasePayload{ObjectMeta: fullMeta(), Spec: v1alpha1.ReleasePayloadSpec{
 				PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: "4.15.0"},
@@ -87,8 +87,8 @@ func TestTrim(t *testing.T) {
 			want: &v1alpha1.ReleasePayload{ObjectMeta: keptMeta(), Spec: v1alpha1.ReleasePayloadSpec{
 				PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: "4.15.0"},
 				PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{Verifications: []v1alpha1.Verification{
-					{Name: "e2e", MaxRetries: 2, Job: &v1alpha1.JobBackend{}},
-					{Name: "prow", Type: v1alpha1.Informing, ProwJob: &v1alpha1.ProwJobBackend{Namespace: "ci"}},
+					{Name: "e2e", MaxRetries: 2},
+					{Name: "prow", Type: v1alpha1.Informing},
 				}},
 			}},
 		},
