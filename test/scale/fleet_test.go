@@ -1,0 +1,572 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/manager"
+)
+
+// verification is the one blocking verification every stream runs.
+const verification = "check"
+
+// fleet is a namespace of streams, each following two components by tag (a base image all
+// share and an app image of its own), with one trivial blocking verification, and the
+// namespace their release log goes to.
+type fleet struct {
+	ns, logNS string
+	base      string // the shared component's image, by tag
+	streams   []string
+}
+
+// newFleet creates the namespaces and the shared component. When the test ends, after the
+// controllers it started later have stopped, the fleet's streams, payloads and jobs are
+// deleted, so that later tests' controllers do not keep importing them.
+func newFleet(t testing.TB) *fleet {
+	t.Helper()
+	f := &fleet{ns: env.Namespace(t), logNS: env.Namespace(t)}
+	f.base = publish(t, f.ns, "base")
+	t.Cleanup(func() { f.deleteAll(t) })
+	return f
+}
+
+func repo(ns, image string) string { return fmt.Sprintf("%s/%s/%s", reg.Addr(), ns, image) }
+
+// publish pushes a new build of a component (a small random image) as <ns>/<image>:latest and
+// returns that reference.
+func publish(t testing.TB, ns, image string) string {
+	t.Helper()
+	img, err := random.Image(256, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg = cfg.DeepCopy()
+	cfg.OS, cfg.Architecture = "linux", "amd64"
+	cfg.Config.Labels = map[string]string{
+		"org.opencontainers.image.source":   "https://git.example.com/" + image,
+		"org.opencontainers.image.revision": "r1",
+	}
+	if img, err = mutate.ConfigFile(img, cfg); err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(repo(ns, image) + ":latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	return ref.String()
+}
+
+// runsFile collects one line per verification process started: the payload's tag.
+func (f *fleet) runsFile() string { return filepath.Join(workDir, "runs-"+f.ns) }
+
+// gateFile, once it exists, lets gated verifications finish.
+func (f *fleet) gateFile() string { return filepath.Join(workDir, "open-"+f.ns) }
+
+func (f *fleet) openGate(t testing.TB) {
+	t.Helper()
+	if err := os.WriteFile(f.gateFile(), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// addStream creates stream name with its own app component; the i-th stream has the tag
+// prefix 1.<i>.0-0.scale, so tags (payload names) never collide within the namespace. A gated
+// stream's verification waits for openGate before it passes.
+func (f *fleet) addStream(t testing.TB, i int, name string, gated bool) {
+	t.Helper()
+	f.createStream(t, f.newStream(t, i, name, gated))
+}
+
+// newStream publishes the stream's app component and returns the stream, not created yet.
+func (f *fleet) newStream(t testing.TB, i int, name string, gated bool) *v1alpha1.ReleaseStream {
+	t.Helper()
+	app := publish(t, f.ns, name+"-app")
+	body := `echo "$RELEASE_TAG" >> "` + f.runsFile() + `"; `
+	if gated {
+		body += `while [ ! -e "` + f.gateFile() + `" ]; do sleep 0.5; done; `
+	}
+	body += `echo "verified $RELEASE_TAG"`
+	return &v1alpha1.ReleaseStream{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		Spec: v1alpha1.ReleaseStreamSpec{
+			TagPrefix:         fmt.Sprintf("1.%d.0-0.scale", i),
+			PayloadRepository: repo(f.ns, name+"-release"),
+			Components: []v1alpha1.ComponentSource{
+				{Name: "base", Image: f.base},
+				{Name: "app", Image: app},
+			},
+			PublishTags: []string{"latest"},
+			Verification: []v1alpha1.Verification{{Name: verification, Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+				BackoffLimit: ptr.To[int32](0),
+				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers:    []corev1.Container{{Name: "test", Image: "tests", Command: []string{"sh", "-c", body}}},
+				}},
+			}}}}},
+		},
+	}
+}
+
+func (f *fleet) createStream(t testing.TB, s *v1alpha1.ReleaseStream) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), s); err != nil {
+		t.Fatalf("creating stream %s: %v", s.Name, err)
+	}
+	f.streams = append(f.streams, s.Name)
+}
+
+// addStreams adds n streams s-000 …: their components are published first, then the streams
+// are created at once, so the controller receives them as a burst.
+func (f *fleet) addStreams(t testing.TB, n int, gated func(i int) bool) {
+	t.Helper()
+	streams := make([]*v1alpha1.ReleaseStream, n)
+	for i := range n {
+		streams[i] = f.newStream(t, i, fmt.Sprintf("s-%03d", i), gated(i))
+	}
+	for _, s := range streams {
+		f.createStream(t, s)
+	}
+}
+
+func (f *fleet) deleteAll(t testing.TB) {
+	ctx := context.Background()
+	background := client.PropagationPolicy(metav1.DeletePropagationBackground)
+	for _, obj := range []client.Object{&v1alpha1.ReleaseStream{}, &v1alpha1.ReleasePayload{}, &batchv1.Job{}} {
+		if err := env.Client.DeleteAllOf(ctx, obj, client.InNamespace(f.ns), background); err != nil {
+			t.Logf("cleaning up %T in %s: %v", obj, f.ns, err)
+		}
+	}
+}
+
+// snapshot is the state of a fleet's streams, payloads and jobs at one moment.
+type snapshot struct {
+	streams  map[string]*v1alpha1.ReleaseStream
+	payloads map[string][]v1alpha1.ReleasePayload // by stream
+	jobs     []batchv1.Job
+}
+
+func (f *fleet) snapshot(ctx context.Context) (*snapshot, error) {
+	var streams v1alpha1.ReleaseStreamList
+	if err := env.Client.List(ctx, &streams, client.InNamespace(f.ns)); err != nil {
+		return nil, err
+	}
+	var payloads v1alpha1.ReleasePayloadList
+	if err := env.Client.List(ctx, &payloads, client.InNamespace(f.ns)); err != nil {
+		return nil, err
+	}
+	var jobs batchv1.JobList
+	if err := env.Client.List(ctx, &jobs, client.InNamespace(f.ns)); err != nil {
+		return nil, err
+	}
+	s := &snapshot{streams: map[string]*v1alpha1.ReleaseStream{}, payloads: map[string][]v1alpha1.ReleasePayload{}, jobs: jobs.Items}
+	for i := range streams.Items {
+		s.streams[streams.Items[i].Name] = &streams.Items[i]
+	}
+	for _, p := range payloads.Items {
+		s.payloads[p.Spec.PayloadCoordinates.Stream] = append(s.payloads[p.Spec.PayloadCoordinates.Stream], p)
+	}
+	return s, nil
+}
+
+// phases counts the payloads by phase ("" for a payload without one yet).
+func (s *snapshot) phases() map[v1alpha1.PayloadPhase]int {
+	counts := map[v1alpha1.PayloadPhase]int{}
+	for _, list := range s.payloads {
+		for _, p := range list {
+			counts[p.Status.Phase]++
+		}
+	}
+	return counts
+}
+
+func (s *snapshot) count(phases ...v1alpha1.PayloadPhase) int {
+	n := 0
+	for ph, c := range s.phases() {
+		if slices.Contains(phases, ph) {
+			n += c
+		}
+	}
+	return n
+}
+
+// created counts the payloads whose image was built.
+func (s *snapshot) created() int {
+	n := 0
+	for _, list := range s.payloads {
+		for _, p := range list {
+			if meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadCreated) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// unfinishedJobs counts the jobs that have neither completed nor failed.
+func (s *snapshot) unfinishedJobs() int {
+	n := 0
+	for _, j := range s.jobs {
+		done := false
+		for _, c := range j.Status.Conditions {
+			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+				done = true
+			}
+		}
+		if !done {
+			n++
+		}
+	}
+	return n
+}
+
+// withoutAccepted lists the streams among names that have no accepted payload.
+func (s *snapshot) withoutAccepted(names []string) []string {
+	var missing []string
+	for _, name := range names {
+		if !slices.ContainsFunc(s.payloads[name], func(p v1alpha1.ReleasePayload) bool { return p.Status.Phase == v1alpha1.PhaseAccepted }) {
+			missing = append(missing, name)
+		}
+	}
+	return missing
+}
+
+// summary is one line: payloads by phase, how many were built, and jobs in flight.
+func (s *snapshot) summary() string {
+	counts := s.phases()
+	keys := make([]string, 0, len(counts))
+	for ph := range counts {
+		keys = append(keys, string(ph))
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		label := k
+		if label == "" {
+			label = "(no phase yet)"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d", label, counts[v1alpha1.PayloadPhase(k)]))
+	}
+	return fmt.Sprintf("%d streams, payloads: [%s], built %d; jobs: %d, unfinished %d",
+		len(s.streams), strings.Join(parts, ", "), s.created(), len(s.jobs), s.unfinishedJobs())
+}
+
+// describe tells, for at most max of the streams named, what their status and payloads say.
+func (s *snapshot) describe(names []string, max int) string {
+	var b strings.Builder
+	for i, name := range names {
+		if i == max {
+			fmt.Fprintf(&b, "  … and %d more\n", len(names)-max)
+			break
+		}
+		st := s.streams[name]
+		if st == nil {
+			fmt.Fprintf(&b, "  stream %s: not found\n", name)
+			continue
+		}
+		fmt.Fprintf(&b, "  stream %s: latestPayload %q latestAccepted %q components %s conditions %s\n",
+			name, st.Status.LatestPayload, st.Status.LatestAccepted, componentsOf(st), conditionsOf(st.Status.Conditions))
+		if len(s.payloads[name]) == 0 {
+			fmt.Fprintf(&b, "    no payload\n")
+		}
+		for _, p := range s.payloads[name] {
+			fmt.Fprintf(&b, "    payload %s: phase %q creation %s/%q image %q conditions %s\n", p.Name, p.Status.Phase,
+				p.Status.ReleaseCreationJobResult.Status, p.Status.ReleaseCreationJobResult.Message, p.Status.PayloadImage, conditionsOf(p.Status.Conditions))
+			for _, v := range p.Status.Verifications {
+				var runs []string
+				for _, r := range v.Runs {
+					runs = append(runs, fmt.Sprintf("%s=%s", r.Name, r.State))
+				}
+				fmt.Fprintf(&b, "      verification %s: %s runs %v\n", v.Name, v.State, runs)
+			}
+			for _, j := range s.jobs {
+				if j.Labels[v1alpha1.LabelPayload] == p.Name {
+					fmt.Fprintf(&b, "      job %s: active %d succeeded %d failed %d conditions %v\n", j.Name, j.Status.Active, j.Status.Succeeded, j.Status.Failed, jobConditionsOf(j))
+				}
+			}
+		}
+	}
+	return b.String()
+}
+
+func componentsOf(s *v1alpha1.ReleaseStream) string {
+	var parts []string
+	for _, c := range s.Status.Components {
+		state := "resolved"
+		if c.Error != "" {
+			state = "error: " + c.Error
+		} else if c.Image == "" {
+			state = "unresolved"
+		}
+		parts = append(parts, c.Name+" "+state)
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+func conditionsOf(conditions []metav1.Condition) string {
+	var parts []string
+	for _, c := range conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s (%s: %s)", c.Type, c.Status, c.Reason, c.Message))
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+func jobConditionsOf(j batchv1.Job) []string {
+	var parts []string
+	for _, c := range j.Status.Conditions {
+		parts = append(parts, fmt.Sprintf("%s=%s", c.Type, c.Status))
+	}
+	return parts
+}
+
+// waitFor polls cond every half second until it holds, failing the test with cond's last
+// report when timeout passes first, or at once with its log when one of the replicas that
+// must keep running has exited. The timeout is a generous bound, not a measurement.
+func waitFor(t testing.TB, what string, timeout time.Duration, running []*replica, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		for _, r := range running {
+			if err := r.check(); err != nil {
+				t.Fatalf("waiting until %s: %v\nlast observed:\n%s", what, err, last)
+			}
+		}
+		ok, report, err := cond(ctx)
+		if err != nil {
+			report = fmt.Sprintf("error: %v\n%s", err, report)
+		}
+		if ok && err == nil {
+			return
+		}
+		last = report
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not happen within %s; last observed:\n%s", what, timeout, last)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// waitAllAccepted waits until every stream named has an accepted payload.
+func (f *fleet) waitAllAccepted(t testing.TB, names []string, timeout time.Duration, running []*replica) *snapshot {
+	t.Helper()
+	var snap *snapshot
+	waitFor(t, fmt.Sprintf("every one of %d streams has an accepted payload", len(names)), timeout, running, func(ctx context.Context) (bool, string, error) {
+		s, err := f.snapshot(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		snap = s
+		missing := s.withoutAccepted(names)
+		return len(missing) == 0, fmt.Sprintf("%s\n%d streams without an accepted payload:\n%s", s.summary(), len(missing), s.describe(missing, 10)), nil
+	})
+	return snap
+}
+
+// checkOneAcceptedPayloadEach checks that every stream has exactly one payload, accepted,
+// with its image: the components never changed, so a second payload would be a duplicate.
+func (f *fleet) checkOneAcceptedPayloadEach(t testing.TB, s *snapshot, names []string) {
+	t.Helper()
+	var wrong []string
+	for _, name := range names {
+		list := s.payloads[name]
+		if len(list) != 1 || list[0].Status.Phase != v1alpha1.PhaseAccepted || list[0].Status.PayloadImage == "" {
+			wrong = append(wrong, name)
+		}
+	}
+	if len(wrong) > 0 {
+		t.Errorf("%d streams do not have exactly one accepted, built payload:\n%s", len(wrong), s.describe(wrong, 10))
+	}
+	var stuck []string
+	for name, list := range s.payloads {
+		for _, p := range list {
+			if p.Status.Phase == "" || p.Status.Phase == v1alpha1.PhasePending || p.Status.Phase == v1alpha1.PhaseReady {
+				stuck = append(stuck, name)
+				break
+			}
+		}
+	}
+	if len(stuck) > 0 {
+		sort.Strings(stuck)
+		t.Errorf("%d streams have payloads stuck without a verdict:\n%s", len(stuck), s.describe(stuck, 10))
+	}
+}
+
+// checkJobsOncePerRun checks that every payload has one creation job and one verification
+// job, attempt 1 (the verification passes at once, so no retry was due), and that every
+// verification process ran once.
+func (f *fleet) checkJobsOncePerRun(t testing.TB, s *snapshot) {
+	t.Helper()
+	type run struct{ payload, jobType, verify, attempt string }
+	jobs := map[run][]string{}
+	for _, j := range s.jobs {
+		r := run{j.Labels[v1alpha1.LabelPayload], j.Labels[v1alpha1.LabelJobType], j.Labels[v1alpha1.LabelVerify], j.Annotations[v1alpha1.AnnotationAttempt]}
+		jobs[r] = append(jobs[r], j.Name)
+	}
+	for r, names := range jobs {
+		if len(names) > 1 {
+			t.Errorf("payload %s: %d jobs for the same run (%s %s attempt %s): %v", r.payload, len(names), r.jobType, r.verify, r.attempt, names)
+		}
+	}
+	for _, list := range s.payloads {
+		for _, p := range list {
+			var creation, verify []string
+			for r, names := range jobs {
+				if r.payload != p.Name {
+					continue
+				}
+				switch r.jobType {
+				case v1alpha1.JobTypeCreation:
+					creation = append(creation, names...)
+				case v1alpha1.JobTypeVerification:
+					verify = append(verify, fmt.Sprintf("%s attempt %s: %v", r.verify, r.attempt, names))
+				}
+			}
+			if len(creation) != 1 {
+				t.Errorf("payload %s has %d creation jobs, want 1: %v", p.Name, len(creation), creation)
+			}
+			if len(verify) != 1 || !strings.HasPrefix(verify[0], verification+" attempt 1: ") {
+				t.Errorf("payload %s has verification jobs %v, want one: %s attempt 1", p.Name, verify, verification)
+			}
+			for _, v := range p.Status.Verifications {
+				if len(v.Runs) != 1 {
+					t.Errorf("payload %s records %d runs of %s, want 1: %+v", p.Name, len(v.Runs), v.Name, v.Runs)
+				}
+			}
+		}
+	}
+	data, err := os.ReadFile(f.runsFile())
+	if err != nil {
+		t.Errorf("reading the verification processes' record: %v", err)
+		return
+	}
+	started := map[string]int{}
+	for line := range strings.SplitSeq(strings.TrimSpace(string(data)), "\n") {
+		started[line]++
+	}
+	for _, list := range s.payloads {
+		for _, p := range list {
+			if n := started[p.Name]; n != 1 {
+				t.Errorf("the verification of payload %s ran %d times, want once", p.Name, n)
+			}
+		}
+	}
+}
+
+// waitReleaseLogged waits until the release log holds one release entry for every payload of
+// the fleet, then checks that none is logged twice and nothing else was logged.
+func (f *fleet) waitReleaseLogged(t testing.TB, s *snapshot, running []*replica) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, list := range s.payloads {
+		for _, p := range list {
+			want[p.Name] = true
+		}
+	}
+	var entries map[string]int
+	var others []string
+	waitFor(t, fmt.Sprintf("the release log holds the %d accepted payloads", len(want)), 2*time.Minute, running, func(ctx context.Context) (bool, string, error) {
+		var logs v1alpha1.ReleaseLogList
+		if err := env.Client.List(ctx, &logs, client.InNamespace(f.logNS)); err != nil {
+			return false, "", err
+		}
+		entries, others = map[string]int{}, nil
+		for _, l := range logs.Items {
+			for _, e := range l.Spec.Entries {
+				if e.Type == "release" && want[e.Version] {
+					entries[e.Version]++
+				} else {
+					others = append(others, fmt.Sprintf("%s %s (%s)", e.Type, e.Version, e.Message))
+				}
+			}
+		}
+		var missing []string
+		for tag := range want {
+			if entries[tag] == 0 {
+				missing = append(missing, tag)
+			}
+		}
+		sort.Strings(missing)
+		return len(missing) == 0, fmt.Sprintf("%d of %d accepted payloads not in the release log, e.g. %v", len(missing), len(want), missing[:min(len(missing), 10)]), nil
+	})
+	for tag, n := range entries {
+		if n != 1 {
+			t.Errorf("the release log holds %d release entries for %s, want 1", n, tag)
+		}
+	}
+	if len(others) > 0 {
+		t.Errorf("the release log holds unexpected entries: %v", others)
+	}
+}
+
+// leaseHolder returns the holder of the replicas' lease, "" when there is none.
+func leaseHolder(ctx context.Context) (string, error) {
+	var lease coordinationv1.Lease
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: leaseNamespace, Name: manager.LeaderElectionID}, &lease); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	return ptr.Deref(lease.Spec.HolderIdentity, ""), nil
+}
+
+// leaders returns the replicas that report holding the lease.
+func leaders(ctx context.Context, replicas ...*replica) ([]*replica, error) {
+	var out []*replica
+	for _, r := range replicas {
+		lead, err := r.isLeader(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("controller %s: %w", r.name, err)
+		}
+		if lead {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// statusWrites reads the API server's count of write requests to releasestreams/status.
+func statusWrites(ctx context.Context) (float64, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(env.Config)
+	if err != nil {
+		return 0, err
+	}
+	data, err := dc.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	total := 0.0
+	for _, verb := range []string{"PATCH", "PUT", "APPLY"} {
+		v, _ := metricValue(string(data), "apiserver_request_total", map[string]string{
+			"group": v1alpha1.GroupVersion.Group, "resource": "releasestreams", "subresource": "status", "verb": verb,
+		})
+		total += v
+	}
+	return total, nil
+}
