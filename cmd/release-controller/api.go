@@ -62,6 +62,7 @@ a bearer token that Kubernetes RBAC allows to create releaselogs.`,
 	f.StringVar(&listen, "listen", ":8080", "address to serve on")
 	f.StringVar(&logOpts.Namespace, "log-namespace", releaselog.DefaultNamespace, "namespace of the ReleaseLog objects")
 	f.DurationVar(&logOpts.TTL, "log-ttl", releaselog.DefaultTTL, "how long release log days are kept")
+	f.IntVar(&logOpts.MaxEntriesPerDay, "log-max-entries", releaselog.DefaultMaxEntriesPerDay, "most entries a release log day holds (at most 10000); AddRelease beyond it fails with FailedPrecondition")
 	f.StringSliceVar(&types, "log-type", nil, "an allowed entry type and its colour, NAME=COLOR (repeatable); default: release, rejected, promotion, hotfix")
 	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)

@@ -3,10 +3,13 @@ package releaselog
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,18 +26,42 @@ type Reconciler struct {
 	client.Client
 	TTL   time.Duration
 	Clock clock.PassiveClock
+
+	mu sync.Mutex
+	// written holds when each day's status was last written, in real time: the spacing of the
+	// writes is about the API server's load, not about the log's dates.
+	written map[types.NamespacedName]time.Time
+}
+
+// statusInterval is the least time between two status writes of a day. Every write of a day
+// costs the API server the whole object (a megabyte on a busy day), as much as the append it
+// counts: while entries keep coming, the count follows them every statusInterval instead of
+// doubling the cost of every append.
+const statusInterval = 2 * time.Second
+
+// statusWait is how long a day whose status was last written at last (zero: never) waits at
+// now before its status is written again.
+func statusWait(last, now time.Time, interval time.Duration) time.Duration {
+	if last.IsZero() {
+		return 0
+	}
+	return max(interval-now.Sub(last), 0)
 }
 
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs/status,verbs=get;update;patch
 
 // Reconcile reads the day from the cache, deletes it when it expired, else writes its status
-// when it changed and comes back at its expiry (or after ResyncInterval when that is sooner).
+// when it changed (at most once every statusInterval) and comes back at its expiry (or after
+// ResyncInterval when that is sooner).
 // A day whose name is not a day is reported in its status and otherwise left alone: no edit can
 // fix a name, so it is not retried.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var l v1alpha1.ReleaseLog
 	if err := r.Get(ctx, req.NamespacedName, &l); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.setWritten(req.NamespacedName, time.Time{})
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !l.DeletionTimestamp.IsZero() {
@@ -52,21 +79,47 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	status := DesiredStatus(&l, nameErr, now)
 	if !equality.Semantic.DeepEqual(status, l.Status) {
-		// The optimistic lock keeps a status counted from a stale cache from overwriting a
+		if wait := statusWait(r.lastWritten(req.NamespacedName), time.Now(), statusInterval); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		// The patch is computed from the status alone, not from two copies of every entry.
+		// Its optimistic lock keeps a status counted from a stale cache from overwriting a
 		// newer one; the newer object's own event brings the controller back.
-		patch := client.MergeFromWithOptions(l.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		l.Status = status
-		if err := r.Status().Patch(ctx, &l, patch); err != nil {
+		before := &v1alpha1.ReleaseLog{ObjectMeta: metav1.ObjectMeta{Namespace: l.Namespace, Name: l.Name, ResourceVersion: l.ResourceVersion}, Status: l.Status}
+		after := before.DeepCopy()
+		after.Status = status
+		if err := r.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 				return ctrl.Result{Requeue: true}, nil
 			}
 			return ctrl.Result{}, fmt.Errorf("writing the status of release log %s: %w", req, err)
 		}
+		r.setWritten(req.NamespacedName, time.Now())
 	}
 	if nameErr != nil {
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{RequeueAfter: RequeueAfter(start, now, r.TTL)}, nil
+}
+
+func (r *Reconciler) lastWritten(key types.NamespacedName) time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.written[key]
+}
+
+// setWritten records a status write of the day at t; a zero t forgets the day.
+func (r *Reconciler) setWritten(key types.NamespacedName, t time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.IsZero() {
+		delete(r.written, key)
+		return
+	}
+	if r.written == nil {
+		r.written = map[types.NamespacedName]time.Time{}
+	}
+	r.written[key] = t
 }
 
 // projector keeps a Store in step with the ReleaseLog objects. Every process that serves reads
@@ -130,9 +183,13 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Complete(days); err != nil {
 		return fmt.Errorf("setting up the release log controller: %w", err)
 	}
-	payloads := &payloadLogger{Reader: mgr.GetClient(), writer: NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts), store: opts.Store}
+	payloads := &payloadLogger{
+		Reader: mgr.GetClient(), writer: NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts), store: opts.Store,
+		recorder: mgr.GetEventRecorder(ControllerOrigin),
+	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("releaselog-payloads").
+		WithOptions(controller.Options{MaxConcurrentReconciles: payloadLogWorkers}).
 		For(&v1alpha1.ReleasePayload{}, builder.WithPredicates(predicate.NewPredicateFuncs(hasVerdict))).
 		Complete(payloads); err != nil {
 		return fmt.Errorf("setting up the release log's payload entries: %w", err)

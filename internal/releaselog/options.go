@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
 )
 
 // Defaults of Options.
@@ -20,6 +22,17 @@ const (
 	// DefaultFutureSkew is how far in the future an entry may be dated, for writers whose
 	// clocks run a little ahead.
 	DefaultFutureSkew = 5 * time.Minute
+	// DefaultMaxEntriesPerDay is how many entries a day holds by default. A verdict's entry
+	// is about 350 bytes of JSON, so a full day of them is about 1.2 MB: inside
+	// DefaultMaxDayBytes, and 1,000 entries short of the ~4,500 at which the object would reach
+	// etcd's 1.5 MiB request limit. A day whose entries carry long messages (up to 1,024
+	// characters, about 1.35 KB an entry) reaches DefaultMaxDayBytes first, near 1,000 entries.
+	DefaultMaxEntriesPerDay = 3500
+	// DefaultMaxDayBytes bounds the serialized size of a day's object: 1.25 MiB, a quarter of a
+	// MiB below etcd's default request limit (1.5 MiB), for what the writer's estimate leaves
+	// out (the managedFields the API server adds and the cache drops) and for the request
+	// around the object.
+	DefaultMaxDayBytes = 1280 * 1024
 )
 
 // Options configure the release log.
@@ -31,6 +44,14 @@ type Options struct {
 	TTL time.Duration
 	// FutureSkew is how far past now an entry may be dated; zero means DefaultFutureSkew.
 	FutureSkew time.Duration
+	// MaxEntriesPerDay is the most entries a day holds; adds beyond it are refused with
+	// ErrDayFull. Zero means DefaultMaxEntriesPerDay; more than v1alpha1.MaxReleaseLogEntries
+	// (the schema's limit) means that limit.
+	MaxEntriesPerDay int
+	// MaxDayBytes bounds the serialized size of a day's object, so that a day of long entries
+	// stays below etcd's request limit too; adds beyond it are refused with ErrDayFull. Zero
+	// means DefaultMaxDayBytes.
+	MaxDayBytes int
 	// Types are the entry types writers may use, with their colours; empty allows every type.
 	// The controller's own entries (release, rejected) are written whatever the list says.
 	Types []TypeConfig
@@ -55,6 +76,13 @@ func (o Options) WithDefaults(managerNamespace string) Options {
 	}
 	if o.FutureSkew <= 0 {
 		o.FutureSkew = DefaultFutureSkew
+	}
+	if o.MaxEntriesPerDay <= 0 {
+		o.MaxEntriesPerDay = DefaultMaxEntriesPerDay
+	}
+	o.MaxEntriesPerDay = min(o.MaxEntriesPerDay, v1alpha1.MaxReleaseLogEntries)
+	if o.MaxDayBytes <= 0 {
+		o.MaxDayBytes = DefaultMaxDayBytes
 	}
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,6 +21,16 @@ const PayloadPagePath = "/releases/%s/%s/%s"
 
 // ControllerOrigin is the origin and author of the entries the controller writes.
 const ControllerOrigin = "release-controller"
+
+// ReasonReleaseLogFull is the reason of the Warning event on a payload whose verdict the log
+// had no room for.
+const ReasonReleaseLogFull = "ReleaseLogFull"
+
+// payloadLogWorkers is how many verdicts are logged at once. Each worker waits for its entry's
+// write, and the writer puts every entry waiting into one write of the day, so the workers
+// bound the entries of a write: with writes of a busy day taking up to a second on a loaded API
+// server, 128 keep up with a hundred verdicts a second. A waiting worker costs a goroutine.
+const payloadLogWorkers = 128
 
 // PayloadLink returns the path of a payload's page.
 func PayloadLink(p *v1alpha1.ReleasePayload) string {
@@ -73,8 +85,9 @@ func hasVerdict(o client.Object) bool {
 // payloadLogger adds the entry of every accepted or rejected payload to the log, once.
 type payloadLogger struct {
 	client.Reader
-	writer *Writer
-	store  *Store
+	writer   *Writer
+	store    *Store
+	recorder events.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=get;list;watch
@@ -99,6 +112,12 @@ func (r *payloadLogger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	case errors.Is(err, ErrDateExpired):
 		// A verdict older than the log keeps (the controller was down for long): nothing to log.
 		PayloadEntries.WithLabelValues(resultExpired).Inc()
+		return ctrl.Result{}, nil
+	case errors.Is(err, ErrDayFull):
+		// No retry makes room in the day: say so on the payload and in the metrics, and go on.
+		PayloadEntries.WithLabelValues(resultFull).Inc()
+		r.recorder.Eventf(&p, nil, corev1.EventTypeWarning, ReasonReleaseLogFull, "LogVerdict",
+			"the %s verdict is not in the release log: %v", p.Status.Phase, err)
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("logging the verdict of payload %s: %w", req, err)

@@ -3,6 +3,7 @@ package releaselog_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,8 +11,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/jobstatus"
@@ -137,3 +141,70 @@ func TestAcceptedAndRejectedPayloadsAreLoggedOnce(t *testing.T) {
 }
 
 func releaseDay(e releaselog.Entry) string { return releaselog.DayOf(e.Date) }
+
+func TestAVerdictTheFullDayCannotTakeIsReportedOnce(t *testing.T) {
+	ns := env.Namespace(t)
+	c := start(t, ns, releaselog.Options{Namespace: ns, MaxEntriesPerDay: 1})
+	fullBefore := testutil.ToFloat64(releaselog.PayloadEntries.WithLabelValues("full"))
+	errorsBefore := reconcileErrors(t, "releaselog-payloads")
+
+	// The first verdict fills the day (dated now, as the test's payloads are decided now).
+	const first, second = "4.15.0-0.nightly-2026-06-15-093000", "4.15.0-0.nightly-2026-06-15-103000"
+	decidedPayload(t, ns, first, v1alpha1.OverrideAccepted)
+	logged := waitVerdict(t, ns, first, v1alpha1.PhaseAccepted)
+	eventually(t, func(g Gomega) { g.Expect(c.Store.HasEntry(releaseDay(logged), logged.ID)).To(BeTrue()) })
+
+	decidedPayload(t, ns, second, v1alpha1.OverrideRejected)
+	refused := waitVerdict(t, ns, second, v1alpha1.PhaseRejected)
+	if releaseDay(refused) != releaseDay(logged) {
+		t.Skipf("the verdicts fell on two days (%s, %s): the test ran across midnight UTC", releaseDay(logged), releaseDay(refused))
+	}
+	// The payload says why its verdict is missing from the log, and so do the metrics.
+	var ev eventsv1.Event
+	eventually(t, func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		found := false
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "ReleasePayload" && e.Regarding.Name == second && e.Reason == releaselog.ReasonReleaseLogFull {
+				ev, found = e, true
+			}
+		}
+		g.Expect(found).To(BeTrue(), "no %s event on %s", releaselog.ReasonReleaseLogFull, second)
+	})
+	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "Rejected verdict is not in the release log") || !strings.Contains(ev.Note, "limit of 1 entries a day (--log-max-entries)") {
+		t.Errorf("event %s %q", ev.Type, ev.Note)
+	}
+	eventually(t, func(g Gomega) {
+		g.Expect(testutil.ToFloat64(releaselog.PayloadEntries.WithLabelValues("full")) - fullBefore).To(BeNumerically(">=", 1))
+	})
+	// No retry: the reconcile succeeded, there is nothing to try again.
+	if n := reconcileErrors(t, "releaselog-payloads") - errorsBefore; n != 0 {
+		t.Errorf("%v reconcile errors of the payload entries", n)
+	}
+	if entries := liveEntries(t, ns, releaseDay(logged)); len(entries) != 1 || entries[0].ID != logged.ID {
+		t.Errorf("the day holds %v, want only the first verdict", entries)
+	}
+}
+
+// reconcileErrors reads controller-runtime's count of a controller's failed reconciles.
+func reconcileErrors(t *testing.T, controller string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_errors_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}

@@ -60,3 +60,23 @@ func TestDesiredStatus(t *testing.T) {
 		})
 	}
 }
+
+func TestStatusWait(t *testing.T) {
+	now := date("2026-03-02T12:00:00Z")
+	tests := []struct {
+		name string
+		last time.Time
+		want time.Duration
+	}{
+		{"never written", time.Time{}, 0},
+		{"written just now", now, 2 * time.Second},
+		{"written half an interval ago", now.Add(-time.Second), time.Second},
+		{"written an interval ago", now.Add(-2 * time.Second), 0},
+		{"written long ago", now.Add(-time.Hour), 0},
+	}
+	for _, tt := range tests {
+		if got := statusWait(tt.last, now, 2*time.Second); got != tt.want {
+			t.Errorf("%s: statusWait = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}

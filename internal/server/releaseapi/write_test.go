@@ -37,9 +37,15 @@ type writeEnv struct {
 
 func newWriteEnv(t *testing.T) *writeEnv {
 	t.Helper()
+	return newWriteEnvWith(t, releaselog.Options{Types: releaselog.DefaultTypes()})
+}
+
+// newWriteEnvWith is newWriteEnv with the release log configured by opts.
+func newWriteEnvWith(t *testing.T, opts releaselog.Options) *writeEnv {
+	t.Helper()
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	parts := startLog(t, ns, releaselog.Options{Types: releaselog.DefaultTypes()})
+	parts := startLog(t, ns, opts)
 	for _, name := range []string{"writer", "reader"} {
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		if err := env.Client.Create(ctx, sa); err != nil {
@@ -248,5 +254,31 @@ func TestAddReleaseErrors(t *testing.T) {
 	}
 	if versions := storedVersions(t, w.parts.Namespace); len(versions) != 0 {
 		t.Errorf("refused adds wrote %v", versions)
+	}
+}
+
+func TestAddReleaseToAFullDayIsAFailedPrecondition(t *testing.T) {
+	w := newWriteEnvWith(t, releaselog.Options{Types: releaselog.DefaultTypes(), MaxEntriesPerDay: 2})
+	c := newClient(t, w.url, protocols[0])
+	// Dated a day back, so that all three fall on one day whenever the test runs.
+	date := timestamppb.New(time.Now().Add(-24 * time.Hour))
+	add := func(version string) error {
+		_, err := c.AddRelease(context.Background(), withBearer(addRequest(&releasecontrollerv1.Release{
+			Type: "release", Version: version, Origin: "ci", Date: date,
+		}), w.writerToken))
+		return err
+	}
+	for _, v := range []string{"1.0.0", "1.0.1"} {
+		if err := add(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := add("1.0.2")
+	t.Logf("%v", err)
+	if msg := expectCode(t, err, connect.CodeFailedPrecondition); !strings.Contains(msg, "full") || !strings.Contains(msg, "limit of 2 entries a day (--log-max-entries)") {
+		t.Errorf("the error %q does not say the day is full and its limit", msg)
+	}
+	if versions := storedVersions(t, w.parts.Namespace); fmt.Sprint(versions) != "[1.0.0 1.0.1]" {
+		t.Errorf("the API server holds %v, want the first two", versions)
 	}
 }
