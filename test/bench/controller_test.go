@@ -1,0 +1,479 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobstatus"
+	"github.com/release-controller/release-controller/internal/manager"
+	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/testenv"
+)
+
+const (
+	// jobsPerPayload blocking batch/v1 Job verifications per payload.
+	jobsPerPayload = 10
+	// setupWorkers create payloads and their jobs at once.
+	setupWorkers = 32
+	// finishWorkers finish payloads at once (the jobs of one payload together).
+	finishWorkers = 8
+	// payloadNamespace holds the payloads and their jobs.
+	payloadNamespace = "bench"
+	// stallTimeout fails a wait during which no payload moved.
+	stallTimeout = 5 * time.Minute
+	// logWait bounds the wait for the release log to hold every verdict.
+	logWait = 2 * time.Minute
+)
+
+// BenchmarkShippedController runs the built binary as `release-controller controller
+// --kubeconfig FILE` (leader election on, no tuning flags) against a real API server, puts N
+// payloads with 10 blocking Job verifications each in flight, then finishes the jobs payload by
+// payload as fast as the API server takes them (8 payloads at once, the 10 jobs of a payload
+// together) and measures, per payload, the time from its last job status write returning to
+// the informer event that shows PayloadAccepted=True.
+//
+// The releasepayloads/status writes are counted by the API server (apiserver_request_total);
+// the controller's memory is its VmRSS. One line per run:
+//
+//	BENCH shipped-controller payloads=N jobs=10 p50_ms=… p99_ms=… max_ms=… setup_writes=…
+//	verify_writes=… conflicts=… rss_mb=… log_entries=… kb_per_payload=… log_lag_ms=… …
+//
+// N is 1,000, 10,000 with BENCH_LARGE=1, or BENCH_PAYLOADS.
+func BenchmarkShippedController(b *testing.B) {
+	n := 1000
+	if os.Getenv("BENCH_LARGE") == "1" {
+		n = 10000
+	}
+	n = envInt(b, "BENCH_PAYLOADS", n)
+	binary := releaseControllerBinary(b)
+	for b.Loop() {
+		r := runShippedController(b, binary, n)
+		b.ReportMetric(float64(r.p50.Milliseconds()), "p50-ms")
+		b.ReportMetric(float64(r.p99.Milliseconds()), "p99-ms")
+		b.ReportMetric(r.setupWrites+r.verifyWrites, "writes/payload")
+	}
+}
+
+type shippedResult struct {
+	p50, p99                  time.Duration
+	setupWrites, verifyWrites float64
+}
+
+func runShippedController(b *testing.B, binary string, n int) shippedResult {
+	runStart := time.Now()
+	ctx := context.Background()
+	dir := b.TempDir()
+	progressf("shipped controller: %d payloads x %d jobs; binary %s", n, jobsPerPayload, binary)
+
+	env, kubeconfig := startAPIServer(b, dir)
+	defer stopAPIServer(env)
+	createNamespace(b, env, releaselog.DefaultNamespace)
+	createNamespace(b, env, payloadNamespace)
+
+	metricsAddr, probeAddr := freeAddr(b), freeAddr(b)
+	ctl := startProcess(b, binary, filepath.Join(dir, "controller.log"),
+		"controller", "--kubeconfig", kubeconfig,
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr,
+		"--leader-election-namespace", "default")
+	defer ctl.stop()
+	ctl.waitReady(b, probeAddr)
+	waitLeader(b, env, ctl)
+	progressf("release-controller pid %d ready and leader after %s", ctl.pid(), time.Since(runStart).Round(time.Millisecond))
+
+	w := watchPayloads(b, env)
+	defer w.stop()
+	// Let the controller settle after its caches filled, then take its size without payloads.
+	time.Sleep(2 * time.Second)
+	rssBefore := rssKB(ctl.pid())
+	writesStart := scrapeStatusWrites(b, env.Config)
+
+	// Create the payloads, their succeeded creation jobs and their verification jobs.
+	names := make([]string, n)
+	runs := make([][]*batchv1.Job, n)
+	verifications := make([]v1alpha1.Verification, jobsPerPayload)
+	for j := range verifications {
+		verifications[j] = jobVerification(fmt.Sprintf("e2e-%d", j))
+	}
+	setupStart := time.Now()
+	var created atomic.Int64
+	parallel(b, ctl, n, setupWorkers, func(i int) error {
+		names[i] = fmt.Sprintf("4.15.0-0.nightly-2026-11-22-%06d", i)
+		if err := env.Client.Create(ctx, newPayload(payloadNamespace, names[i], verifications...)); err != nil {
+			return fmt.Errorf("creating payload %s: %w", names[i], err)
+		}
+		creation := benchJob("create-"+names[i], jobLabels(names[i], v1alpha1.JobTypeCreation, ""), nil)
+		if err := env.Client.Create(ctx, creation); err != nil {
+			return fmt.Errorf("creating job %s: %w", creation.Name, err)
+		}
+		if err := finishJob(ctx, env, creation); err != nil {
+			return err
+		}
+		for j := range jobsPerPayload {
+			verify := fmt.Sprintf("e2e-%d", j)
+			job := benchJob(fmt.Sprintf("%s-%s", names[i], verify), jobLabels(names[i], v1alpha1.JobTypeVerification, verify),
+				map[string]string{v1alpha1.AnnotationAttempt: "1"})
+			if err := env.Client.Create(ctx, job); err != nil {
+				return fmt.Errorf("creating job %s: %w", job.Name, err)
+			}
+			runs[i] = append(runs[i], job)
+		}
+		if c := created.Add(1); c%1000 == 0 || int(c) == n {
+			progressf("created %d/%d payloads with their %d jobs (%s)", c, n, c*(jobsPerPayload+1), time.Since(setupStart).Round(time.Millisecond))
+		}
+		return nil
+	})
+
+	// Wait until every payload is Ready with all its runs recorded: all in flight.
+	w.waitAll(b, ctl, "in flight", names, inFlight)
+	inflightAfter := time.Since(setupStart)
+	writesInflight := scrapeStatusWrites(b, env.Config)
+	rssInflight := rssKB(ctl.pid())
+	progressf("all %d payloads in flight %s after the first was created; controller RSS %d MB (%d MB before)",
+		n, inflightAfter.Round(time.Millisecond), rssInflight>>10, rssBefore>>10)
+
+	// Finish the jobs payload by payload, as fast as the API server takes them.
+	lastJobDone := make([]time.Time, n)
+	finishStart := time.Now()
+	var finished atomic.Int64
+	parallel(b, ctl, n, finishWorkers, func(i int) error {
+		var g errgroup.Group
+		for _, job := range runs[i] {
+			g.Go(func() error { return finishJob(ctx, env, job) })
+		}
+		err := g.Wait()
+		lastJobDone[i] = time.Now()
+		if c := finished.Add(1); c%1000 == 0 || int(c) == n {
+			progressf("finished the jobs of %d/%d payloads (%s)", c, n, time.Since(finishStart).Round(time.Millisecond))
+		}
+		return err
+	})
+	finishTook := time.Since(finishStart)
+	w.waitAll(b, ctl, "accepted", names, isAccepted)
+	allAccepted := w.lastAccepted()
+	tags := make(map[string]bool, n)
+	for _, name := range names {
+		tags[name] = true
+	}
+	logAtAccept := countLogEntries(b, env, tags)
+	countedAt := time.Now()
+	writesAccepted := scrapeStatusWrites(b, env.Config)
+	progressf("all %d payloads accepted %s after the first jobs were finished (jobs finished in %s); release log holds %d of %d",
+		n, allAccepted.Sub(finishStart).Round(time.Millisecond), finishTook.Round(time.Millisecond), logAtAccept, n)
+
+	// The release log is written after acceptance: wait (bounded) until it holds every verdict.
+	logLag, logEntries := time.Duration(-1), logAtAccept
+	for limit := time.Now().Add(logWait); ; time.Sleep(200 * time.Millisecond) {
+		if logEntries == n {
+			logLag = countedAt.Sub(allAccepted)
+			break
+		}
+		if time.Now().After(limit) {
+			progressf("the release log holds %d of %d verdicts %s after the last acceptance", logEntries, n, logWait)
+			break
+		}
+		ctl.checkAlive(b)
+		logEntries = countLogEntries(b, env, tags)
+		countedAt = time.Now()
+	}
+	latencies := make([]time.Duration, n)
+	for i, name := range names {
+		latencies[i] = w.acceptedAt(name).Sub(lastJobDone[i])
+	}
+	slices.Sort(latencies)
+	res := shippedResult{
+		p50: percentile(latencies, 50), p99: percentile(latencies, 99),
+		setupWrites:  (writesInflight.ok - writesStart.ok) / float64(n),
+		verifyWrites: (writesAccepted.ok - writesInflight.ok) / float64(n),
+	}
+	logLagMS := int64(-1)
+	if logLag >= 0 {
+		logLagMS = logLag.Milliseconds()
+	}
+	ctl.checkAlive(b)
+	benchLine("shipped-controller",
+		"payloads", n, "jobs", jobsPerPayload,
+		"p50_ms", res.p50.Milliseconds(), "p99_ms", res.p99.Milliseconds(), "max_ms", latencies[n-1].Milliseconds(),
+		"setup_writes", fmt.Sprintf("%.2f", res.setupWrites), "verify_writes", fmt.Sprintf("%.2f", res.verifyWrites),
+		"conflicts", int64(writesAccepted.conflicts-writesStart.conflicts),
+		"rss_mb", rssInflight>>10, "log_entries", logAtAccept,
+		"kb_per_payload", fmt.Sprintf("%.1f", float64(rssInflight-rssBefore)/float64(n)),
+		"log_lag_ms", logLagMS,
+		"inflight_s", fmt.Sprintf("%.1f", inflightAfter.Seconds()),
+		"finish_s", fmt.Sprintf("%.1f", allAccepted.Sub(finishStart).Seconds()),
+		"seconds", fmt.Sprintf("%.0f", time.Since(runStart).Seconds()),
+	)
+	return res
+}
+
+// waitLeader waits until the controller holds the leader election lease: only then does it
+// reconcile.
+func waitLeader(b *testing.B, env *testenv.Env, ctl *process) {
+	b.Helper()
+	limit := time.Now().Add(2 * time.Minute)
+	for {
+		ctl.checkAlive(b)
+		var lease coordinationv1.Lease
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: manager.LeaderElectionID}, &lease)
+		if err == nil && lease.Spec.HolderIdentity != nil && *lease.Spec.HolderIdentity != "" {
+			return
+		}
+		if time.Now().After(limit) {
+			b.Fatalf("release-controller did not take the lease default/%s within 2 minutes (last: %v); the end of its log:\n%s", manager.LeaderElectionID, err, ctl.tail(40))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// parallel calls f for 0..n-1 on workers goroutines and fails b on the first error, or when
+// the controller exits meanwhile.
+func parallel(b *testing.B, ctl *process, n, workers int, f func(i int) error) {
+	b.Helper()
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for i := range n {
+		if ctl.hasExited() {
+			break
+		}
+		g.Go(func() error { return f(i) })
+	}
+	err := g.Wait()
+	ctl.checkAlive(b)
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+func jobVerification(name string) v1alpha1.Verification {
+	return v1alpha1.Verification{Name: name, Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{Spec: podJobSpec()}}}
+}
+
+func podJobSpec() batchv1.JobSpec {
+	return batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{{Name: "test", Image: "registry.example.com/tests:latest", Command: []string{"true"}}},
+	}}}
+}
+
+func component(name string) v1alpha1.PinnedComponent {
+	return v1alpha1.PinnedComponent{Name: name, Image: "registry.example.com/product/" + name + "@sha256:" + fmt.Sprintf("%064x", len(name))}
+}
+
+func newPayload(ns, tag string, verifications ...v1alpha1.Verification) *v1alpha1.ReleasePayload {
+	return &v1alpha1.ReleasePayload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tag},
+		Spec: v1alpha1.ReleasePayloadSpec{
+			PayloadCoordinates:        v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: tag},
+			Components:                []v1alpha1.PinnedComponent{component("api"), component("web")},
+			PayloadCreationConfig:     v1alpha1.PayloadCreationConfig{Repository: "registry.example.com/product/release"},
+			PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{Verifications: verifications},
+		},
+	}
+}
+
+// jobLabels are the labels the controller puts on the jobs it creates.
+func jobLabels(tag, jobType, verify string) map[string]string {
+	l := map[string]string{v1alpha1.LabelStream: "nightly", v1alpha1.LabelPayload: tag, v1alpha1.LabelJobType: jobType}
+	if verify != "" {
+		l[v1alpha1.LabelVerify] = verify
+	}
+	return l
+}
+
+func benchJob(name string, labels, annotations map[string]string) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: payloadNamespace, Name: name, Labels: labels, Annotations: annotations}, Spec: podJobSpec()}
+}
+
+// finishJob lets a job succeed as the Kubernetes job controller would, reading it again when
+// it changed since it was read.
+func finishJob(ctx context.Context, env *testenv.Env, job *batchv1.Job) error {
+	first := true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(job), job); err != nil {
+				return err
+			}
+		}
+		first = false
+		jobstatus.Succeeded(job, metav1.NewTime(time.Now().Truncate(time.Second)))
+		return env.Client.Status().Update(ctx, job)
+	})
+	if err != nil {
+		return fmt.Errorf("finishing job %s: %w", job.Name, err)
+	}
+	return nil
+}
+
+// inFlight: Ready, with one run recorded for every verification.
+func inFlight(p *v1alpha1.ReleasePayload) bool {
+	if p.Status.Phase != v1alpha1.PhaseReady || len(p.Status.Verifications) != jobsPerPayload {
+		return false
+	}
+	for _, v := range p.Status.Verifications {
+		if len(v.Runs) != 1 {
+			return false
+		}
+	}
+	return true
+}
+
+func isAccepted(p *v1alpha1.ReleasePayload) bool {
+	return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadAccepted)
+}
+
+// countLogEntries counts the payloads of tags that have an entry in the release log.
+func countLogEntries(b *testing.B, env *testenv.Env, tags map[string]bool) int {
+	b.Helper()
+	var logs v1alpha1.ReleaseLogList
+	if err := env.Client.List(context.Background(), &logs, client.InNamespace(releaselog.DefaultNamespace)); err != nil {
+		b.Fatalf("listing the release log: %v", err)
+	}
+	seen := map[string]bool{}
+	for _, day := range logs.Items {
+		for _, e := range day.Spec.Entries {
+			if tags[e.Version] {
+				seen[e.Version] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+// payloadWatch follows the payloads through an informer (which re-lists and re-watches when
+// the API server drops a slow watch) and notes when each was first seen accepted.
+type payloadWatch struct {
+	mu       sync.Mutex
+	latest   map[string]*v1alpha1.ReleasePayload
+	accepted map[string]time.Time // when the event showing PayloadAccepted=True arrived
+	changed  chan struct{}
+	cancel   context.CancelFunc
+}
+
+func watchPayloads(b *testing.B, env *testenv.Env) *payloadWatch {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := cache.New(env.Config, cache.Options{Scheme: env.Client.Scheme(), DefaultNamespaces: map[string]cache.Config{payloadNamespace: {}}})
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	informer, err := c.GetInformer(ctx, &v1alpha1.ReleasePayload{})
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	pw := &payloadWatch{latest: map[string]*v1alpha1.ReleasePayload{}, accepted: map[string]time.Time{}, changed: make(chan struct{}, 1), cancel: cancel}
+	observe := func(obj any) {
+		p, ok := obj.(*v1alpha1.ReleasePayload)
+		if !ok {
+			return
+		}
+		received := time.Now()
+		pw.mu.Lock()
+		pw.latest[p.Name] = p
+		if _, done := pw.accepted[p.Name]; !done && isAccepted(p) {
+			pw.accepted[p.Name] = received
+		}
+		pw.mu.Unlock()
+		select {
+		case pw.changed <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+	}); err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		cancel()
+		b.Fatal("payload informer did not sync")
+	}
+	return pw
+}
+
+// waitAll waits until ready holds for the latest version of every named payload, printing
+// progress every 15s. It fails when no payload moved for stallTimeout, when the benchmark's
+// deadline passes or when the controller exits.
+func (pw *payloadWatch) waitAll(b *testing.B, ctl *process, what string, names []string, ready func(*v1alpha1.ReleasePayload) bool) {
+	b.Helper()
+	start := time.Now()
+	end := deadline()
+	report := time.NewTicker(15 * time.Second)
+	defer report.Stop()
+	check := time.NewTicker(time.Second)
+	defer check.Stop()
+	last, lastMoved := -1, time.Now()
+	for {
+		pw.mu.Lock()
+		var done int
+		for _, name := range names {
+			if p := pw.latest[name]; p != nil && ready(p) {
+				done++
+			}
+		}
+		pw.mu.Unlock()
+		if done == len(names) {
+			return
+		}
+		if done != last {
+			last, lastMoved = done, time.Now()
+		}
+		select {
+		case <-pw.changed:
+		case <-report.C:
+			progressf("%s: %d/%d (%s)", what, done, len(names), time.Since(start).Round(time.Second))
+		case <-check.C:
+		case <-ctl.exited:
+		}
+		ctl.checkAlive(b)
+		if time.Since(lastMoved) > stallTimeout {
+			b.Fatalf("%s: stuck at %d of %d payloads for %s; the end of the controller's log:\n%s", what, done, len(names), stallTimeout, ctl.tail(40))
+		}
+		if time.Now().After(end) {
+			b.Fatalf("%s: only %d of %d payloads before the benchmark's deadline (go test -timeout)", what, done, len(names))
+		}
+	}
+}
+
+func (pw *payloadWatch) acceptedAt(name string) time.Time {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return pw.accepted[name]
+}
+
+// lastAccepted is when the last payload was seen accepted.
+func (pw *payloadWatch) lastAccepted() time.Time {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	var last time.Time
+	for _, t := range pw.accepted {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last
+}
+
+func (pw *payloadWatch) stop() { pw.cancel() }

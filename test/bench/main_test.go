@@ -1,0 +1,445 @@
+// Package bench measures the release-controller binary that ships, started the way a user
+// starts it: `release-controller controller --kubeconfig FILE` against a real API server, with
+// leader election and no tuning flags, and `release-controller payload build` against the
+// embedded registry. Nothing here runs in the test process's controllers or with the test
+// client settings (internal/testenv raises its own client's QPS; the binary does not see that).
+//
+// Each benchmark prints one line starting with "BENCH" to stdout; `make bench` runs them:
+//
+//	make bench
+//	RELEASE_CONTROLLER_BINARY=bin/release-controller go test -run '^$' -bench . -benchtime 1x -timeout 90m ./test/bench/
+//
+// RELEASE_CONTROLLER_BINARY names the binary to measure; unset, the benchmarks build it with
+// `go build` into a temporary folder. BENCH_PAYLOADS sets how many payloads are put in flight
+// (default 1,000; BENCH_LARGE=1 makes it 10,000), BENCH_BUILD_RUNS how many payload builds are
+// timed (default 5). Nothing is measured without -bench: `go test ./...` compiles the package
+// and runs no test.
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/release-controller/release-controller/internal/testenv"
+)
+
+// binaryEnv names the release-controller binary to measure.
+const binaryEnv = "RELEASE_CONTROLLER_BINARY"
+
+var (
+	// started is when the test binary started; with -test.timeout it gives deadline.
+	started = time.Now()
+	// builtDir holds the binary built when binaryEnv is unset; TestMain removes it.
+	builtDir   string
+	buildOnce  sync.Once
+	builtPath  string
+	builtError error
+)
+
+// TestMain only removes what the benchmarks built: it starts nothing, so `go test ./...`
+// stays cheap.
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	code := m.Run()
+	if builtDir != "" {
+		_ = os.RemoveAll(builtDir)
+	}
+	os.Exit(code)
+}
+
+// deadline is a minute before go test's -timeout would panic (and skip every cleanup, leaving
+// the API server behind): waits past it fail the benchmark cleanly instead.
+func deadline() time.Time {
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, err := time.ParseDuration(f.Value.String()); err == nil && d > 0 {
+			return started.Add(d - time.Minute)
+		}
+	}
+	return time.Now().Add(24 * time.Hour)
+}
+
+// releaseControllerBinary returns the binary binaryEnv names, or builds one.
+func releaseControllerBinary(b *testing.B) string {
+	b.Helper()
+	if path := os.Getenv(binaryEnv); path != "" {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := os.Stat(abs); err != nil {
+			b.Fatalf("%s=%s: %v (run `make build`)", binaryEnv, path, err)
+		}
+		return abs
+	}
+	buildOnce.Do(func() {
+		if builtDir, builtError = os.MkdirTemp("", "bench-bin-"); builtError != nil {
+			return
+		}
+		builtPath = filepath.Join(builtDir, "release-controller")
+		progressf("%s is unset: building %s", binaryEnv, builtPath)
+		build := exec.Command("go", "build", "-o", builtPath, "github.com/release-controller/release-controller/cmd/release-controller")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			builtError = fmt.Errorf("building release-controller: %w", err)
+		}
+	})
+	if builtError != nil {
+		b.Fatal(builtError)
+	}
+	return builtPath
+}
+
+// progressf prints a progress line to stdout at once (b.Log would hold it until the end).
+func progressf(format string, args ...any) {
+	fmt.Printf("    bench: "+format+"\n", args...)
+}
+
+// envInt reads a positive integer from the environment, or returns def.
+func envInt(b *testing.B, name string, def int) int {
+	b.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, v)
+	}
+	return n
+}
+
+// startAPIServer starts kube-apiserver and etcd with the CRDs installed and writes an admin
+// kubeconfig into dir. The caller stops it.
+func startAPIServer(b *testing.B, dir string) (*testenv.Env, string) {
+	b.Helper()
+	env, err := testenv.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		_ = env.Stop()
+		b.Fatal(err)
+	}
+	return env, kubeconfig
+}
+
+func stopAPIServer(env *testenv.Env) {
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping the API server:", err)
+	}
+}
+
+func createNamespace(b *testing.B, env *testenv.Env, name string) {
+	b.Helper()
+	if err := env.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}); err != nil {
+		b.Fatalf("creating namespace %s: %v", name, err)
+	}
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(b *testing.B) string {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// command is exec.Command for a subprocess that dies with the benchmark process.
+func command(binary string, args ...string) *exec.Cmd {
+	cmd := exec.Command(binary, args...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	dieWithParent(cmd.SysProcAttr)
+	return cmd
+}
+
+// parallelPlain calls f for 0..n-1 on workers goroutines and fails b on the first error.
+func parallelPlain(b *testing.B, n, workers int, f func(i int) error) {
+	b.Helper()
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for i := range n {
+		g.Go(func() error { return f(i) })
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// process is a running release-controller subprocess whose output goes to a file.
+type process struct {
+	cmd     *exec.Cmd
+	logPath string
+	log     *os.File
+	exited  chan struct{} // closed when the process has ended
+	waitErr error
+	once    sync.Once
+}
+
+// startProcess starts binary with args, its stdout and stderr going to logPath. The caller
+// stops it (on every path: defer p.stop()).
+func startProcess(b *testing.B, binary, logPath string, args ...string) *process {
+	b.Helper()
+	log, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := command(binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		b.Fatalf("starting %s: %v", binary, err)
+	}
+	p := &process{cmd: cmd, logPath: logPath, log: log, exited: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	return p
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// stop ends the process: SIGTERM, then SIGKILL after 20s.
+func (p *process) stop() {
+	p.once.Do(func() {
+		select {
+		case <-p.exited:
+		default:
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.exited:
+			case <-time.After(20 * time.Second):
+				progressf("pid %d did not stop within 20s of SIGTERM: killing it", p.pid())
+				_ = p.cmd.Process.Kill()
+				<-p.exited
+			}
+		}
+		_ = p.log.Close()
+	})
+}
+
+func (p *process) hasExited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// checkAlive fails b, showing the end of the log, when the process has ended.
+func (p *process) checkAlive(b *testing.B) {
+	b.Helper()
+	select {
+	case <-p.exited:
+		b.Fatalf("release-controller (pid %d) exited early: %v; the end of %s:\n%s", p.pid(), p.waitErr, p.logPath, p.tail(40))
+	default:
+	}
+}
+
+// tail returns the last n lines of the process's log.
+func (p *process) tail(n int) string {
+	data, err := os.ReadFile(p.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// waitReady polls http://addr/readyz until it answers 200.
+func (p *process) waitReady(b *testing.B, addr string) {
+	b.Helper()
+	client := &http.Client{Timeout: 2 * time.Second}
+	limit := time.Now().Add(2 * time.Minute)
+	for {
+		p.checkAlive(b)
+		resp, err := client.Get("http://" + addr + "/readyz")
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(limit) {
+			b.Fatalf("release-controller did not answer /readyz on %s within 2 minutes (last: %v); the end of its log:\n%s", addr, err, p.tail(40))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// rssKB reads VmRSS of a process from /proc, in KB; -1 when it cannot.
+func rssKB(pid int) int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			fields := strings.Fields(rest)
+			if len(fields) > 0 {
+				if kb, err := strconv.ParseInt(fields[0], 10, 64); err == nil {
+					return kb
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// statusWrites are the API server's counts of releasepayloads/status requests.
+type statusWrites struct {
+	ok        float64 // PATCH, UPDATE or APPLY answered 2xx
+	conflicts float64 // the same answered 409
+}
+
+// scrapeStatusWrites reads apiserver_request_total from the API server's /metrics (as the
+// admin) and sums the releasepayloads/status writes.
+func scrapeStatusWrites(b *testing.B, cfg *rest.Config) statusWrites {
+	b.Helper()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := hc.Get(strings.TrimRight(cfg.Host, "/") + "/metrics")
+	if err != nil {
+		b.Fatalf("scraping the API server's metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		b.Fatalf("scraping the API server's metrics: %s: %s", resp.Status, body)
+	}
+	var w statusWrites
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		name, labels, value, ok := parseSample(sc.Text())
+		if !ok || name != "apiserver_request_total" || labels["resource"] != "releasepayloads" || labels["subresource"] != "status" {
+			continue
+		}
+		if !slices.Contains([]string{"PATCH", "UPDATE", "APPLY"}, labels["verb"]) {
+			continue
+		}
+		switch code := labels["code"]; {
+		case strings.HasPrefix(code, "2"):
+			w.ok += value
+		case code == "409":
+			w.conflicts += value
+		}
+	}
+	if err := sc.Err(); err != nil {
+		b.Fatalf("reading the API server's metrics: %v", err)
+	}
+	return w
+}
+
+// parseSample parses one sample line of the Prometheus text format:
+// name{label="value",...} value [timestamp].
+func parseSample(line string) (name string, labels map[string]string, value float64, ok bool) {
+	if line == "" || line[0] == '#' {
+		return "", nil, 0, false
+	}
+	labels = map[string]string{}
+	rest := line
+	if i := strings.IndexAny(line, "{ "); i < 0 {
+		return "", nil, 0, false
+	} else if line[i] == '{' {
+		name, rest = line[:i], line[i+1:]
+		for {
+			rest = strings.TrimLeft(rest, " ,")
+			if strings.HasPrefix(rest, "}") {
+				rest = rest[1:]
+				break
+			}
+			eq := strings.Index(rest, "=\"")
+			if eq < 0 {
+				return "", nil, 0, false
+			}
+			key := rest[:eq]
+			rest = rest[eq+2:]
+			var val strings.Builder
+			closed := false
+			for j := 0; j < len(rest); j++ {
+				c := rest[j]
+				if c == '\\' && j+1 < len(rest) {
+					j++
+					switch rest[j] {
+					case 'n':
+						val.WriteByte('\n')
+					default:
+						val.WriteByte(rest[j])
+					}
+					continue
+				}
+				if c == '"' {
+					rest, closed = rest[j+1:], true
+					break
+				}
+				val.WriteByte(c)
+			}
+			if !closed {
+				return "", nil, 0, false
+			}
+			labels[key] = val.String()
+		}
+	} else {
+		name, rest = line[:i], line[i:]
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return "", nil, 0, false
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return "", nil, 0, false
+	}
+	return name, labels, v, true
+}
+
+// percentile returns the p-th percentile (0..100) of sorted durations, nearest rank below.
+func percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
+}
+
+// benchLine prints the BENCH line: the name, then key=value fields in order.
+func benchLine(name string, fields ...any) {
+	var buf bytes.Buffer
+	buf.WriteString("BENCH " + name)
+	for i := 0; i+1 < len(fields); i += 2 {
+		fmt.Fprintf(&buf, " %v=%v", fields[i], fields[i+1])
+	}
+	fmt.Println(buf.String())
+}
