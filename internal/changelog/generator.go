@@ -1,0 +1,134 @@
+package changelog
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+)
+
+// GeneratorOptions configures a Generator.
+type GeneratorOptions struct {
+	Options
+	// CacheSize bounds the changelogs kept in memory (default 256).
+	CacheSize int
+	// Timeout bounds one computation, which runs detached from any single caller so that a
+	// caller giving up does not fail the others waiting on it (default 10 minutes).
+	Timeout time.Duration
+	// OnCompute, if set, is called at the start of every computation (not for cache hits).
+	OnCompute func(from, to Release)
+}
+
+// Generator computes changelogs through a RepoCache with an in-memory LRU of results keyed by
+// the two payloads' digests: an immutable pair never changes its changelog. Concurrent
+// requests for one pair share one computation. Changelogs with an error that may be
+// transient (a repository that could not be fetched) are returned but not cached, and
+// neither are pairs where a digest is empty.
+type Generator struct {
+	repos *RepoCache
+	opts  GeneratorOptions
+	group singleflight.Group
+
+	mu    sync.Mutex
+	lru   *list.List // of *cacheItem, most recent first
+	items map[string]*list.Element
+}
+
+type cacheItem struct {
+	key string
+	cl  *ChangeLog
+}
+
+// NewGenerator returns a Generator reading repositories through repos.
+func NewGenerator(repos *RepoCache, opts GeneratorOptions) *Generator {
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = 256
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Minute
+	}
+	return &Generator{repos: repos, opts: opts, lru: list.New(), items: map[string]*list.Element{}}
+}
+
+// Cached returns the cached changelog for a pair of digests, if any.
+func (g *Generator) Cached(fromDigest, toDigest string) (*ChangeLog, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	el, ok := g.items[fromDigest+".."+toDigest]
+	if !ok {
+		return nil, false
+	}
+	g.lru.MoveToFront(el)
+	return el.Value.(*cacheItem).cl, true
+}
+
+// Len returns the number of cached changelogs.
+func (g *Generator) Len() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.lru.Len()
+}
+
+// ChangeLog returns the changelog from one release to another, from the cache when possible.
+func (g *Generator) ChangeLog(ctx context.Context, from, to Release) (*ChangeLog, error) {
+	if from.Digest == "" || to.Digest == "" {
+		return g.compute(ctx, from, to)
+	}
+	if cl, ok := g.Cached(from.Digest, to.Digest); ok {
+		return cl, nil
+	}
+	key := from.Digest + ".." + to.Digest
+	ch := g.group.DoChan(key, func() (any, error) {
+		if cl, ok := g.Cached(from.Digest, to.Digest); ok {
+			return cl, nil
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.opts.Timeout)
+		defer cancel()
+		cl, err := g.compute(cctx, from, to)
+		if err != nil {
+			return nil, err
+		}
+		if cl.cacheable() {
+			g.add(key, cl)
+		}
+		return cl, nil
+	})
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*ChangeLog), nil
+	}
+}
+
+func (g *Generator) compute(ctx context.Context, from, to Release) (*ChangeLog, error) {
+	if g.repos == nil {
+		return nil, errors.New("changelog: no repository cache")
+	}
+	if g.opts.OnCompute != nil {
+		g.opts.OnCompute(from, to)
+	}
+	return Compute(ctx, g.repos, from, to, g.opts.Options)
+}
+
+func (g *Generator) add(key string, cl *ChangeLog) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if el, ok := g.items[key]; ok {
+		el.Value.(*cacheItem).cl = cl
+		g.lru.MoveToFront(el)
+		return
+	}
+	g.items[key] = g.lru.PushFront(&cacheItem{key: key, cl: cl})
+	for g.lru.Len() > g.opts.CacheSize {
+		last := g.lru.Back()
+		g.lru.Remove(last)
+		delete(g.items, last.Value.(*cacheItem).key)
+	}
+}
