@@ -209,6 +209,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 		logLagMS = logLag.Milliseconds()
 	}
 	ctl.checkAlive(b)
+	queue := scrapeQueue(b, metricsAddr, "releasepayload")
 	benchLine("shipped-controller",
 		"payloads", n, "jobs", jobsPerPayload,
 		"p50_ms", res.p50.Milliseconds(), "p99_ms", res.p99.Milliseconds(), "max_ms", latencies[n-1].Milliseconds(),
@@ -220,6 +221,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 		"inflight_s", fmt.Sprintf("%.1f", inflightAfter.Seconds()),
 		"finish_s", fmt.Sprintf("%.1f", allAccepted.Sub(finishStart).Seconds()),
 		"seconds", fmt.Sprintf("%.0f", time.Since(runStart).Seconds()),
+		"payload_queue_ms", fmt.Sprintf("%.0f", queue.waitMS), "payload_reconcile_ms", fmt.Sprintf("%.1f", queue.workMS),
 	)
 	return res
 }

@@ -363,6 +363,37 @@ func scrapeStatusWrites(b *testing.B, cfg *rest.Config) statusWrites {
 	return w
 }
 
+// queueStats are the averages of a controller's work queue, from its own /metrics.
+type queueStats struct{ waitMS, workMS float64 }
+
+// scrapeQueue reads controller-runtime's workqueue histograms of the controller named name
+// from the metrics endpoint at addr: how long items waited in the queue and how long their
+// reconcile took, on average. The queue wait includes the delays items are added with.
+func scrapeQueue(b *testing.B, addr, name string) queueStats {
+	b.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		b.Fatalf("scraping the controller's metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	sums := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		metric, labels, value, ok := parseSample(sc.Text())
+		if ok && labels["name"] == name {
+			sums[metric] += value
+		}
+	}
+	avgMS := func(prefix string) float64 {
+		if n := sums[prefix+"_count"]; n > 0 {
+			return 1000 * sums[prefix+"_sum"] / n
+		}
+		return 0
+	}
+	return queueStats{waitMS: avgMS("workqueue_queue_duration_seconds"), workMS: avgMS("workqueue_work_duration_seconds")}
+}
+
 // parseSample parses one sample line of the Prometheus text format:
 // name{label="value",...} value [timestamp].
 func parseSample(line string) (name string, labels map[string]string, value float64, ok bool) {
