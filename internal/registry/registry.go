@@ -84,7 +84,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	s := &Server{
 		app:    app,
-		http:   &http.Server{Handler: app, ReadHeaderTimeout: 30 * time.Second},
+		http:   &http.Server{Handler: fastBlobs(dir, app), ReadHeaderTimeout: 30 * time.Second},
 		addr:   ln.Addr().String(),
 		served: make(chan error, 1),
 		closed: make(chan struct{}),

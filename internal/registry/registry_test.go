@@ -1,9 +1,12 @@
 package registry_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -120,5 +123,82 @@ func TestStopsWithContext(t *testing.T) {
 func TestRequiresDir(t *testing.T) {
 	if _, err := registry.Start(context.Background(), registry.Options{}); err == nil {
 		t.Error("Start without a directory succeeded")
+	}
+}
+
+// TestBlobReads reads blobs the way clients do — whole, by range, HEAD — and checks that a
+// blob is served only from a repository that holds it.
+func TestBlobReads(t *testing.T) {
+	ctx := context.Background()
+	s := start(t, ctx, t.TempDir())
+	img, err := random.Image(1024, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := name.ParseReference(s.Addr() + "/product/api:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+		t.Fatalf("pushing: %v", err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	digest, err := layers[0].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	compressed, err := layers[0].Compressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := io.ReadAll(compressed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := func(repo string) string { return "http://" + s.Addr() + "/v2/" + repo + "/blobs/" + digest.String() }
+
+	resp, err := http.Get(url("product/api"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Equal(body, want) || resp.Header.Get("Docker-Content-Digest") != digest.String() {
+		t.Fatalf("GET: %s, %d bytes (want %d), digest header %q", resp.Status, len(body), len(want), resp.Header.Get("Docker-Content-Digest"))
+	}
+
+	req, _ := http.NewRequest(http.MethodGet, url("product/api"), nil)
+	req.Header.Set("Range", "bytes=10-19")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusPartialContent || !bytes.Equal(body, want[10:20]) {
+		t.Fatalf("range GET: %s, %q, want %q", resp.Status, body, want[10:20])
+	}
+
+	resp, err = http.Head(url("product/api"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.ContentLength != int64(len(want)) {
+		t.Fatalf("HEAD: %s, length %d, want %d", resp.Status, resp.ContentLength, len(want))
+	}
+
+	// Another repository does not hold the blob: distribution's own answer.
+	resp, err = http.Get(url("product/other"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "BLOB_UNKNOWN") {
+		t.Fatalf("GET from a repository without the blob: %s %s, want 404 BLOB_UNKNOWN", resp.Status, body)
 	}
 }
