@@ -119,7 +119,7 @@ func TestControllerCommandReportsBadKubeconfig(t *testing.T) {
 	cmd.SetErr(io.Discard)
 	cmd.SetArgs([]string{"controller", "--kubeconfig", filepath.Join(t.TempDir(), "missing")})
 	err := cmd.Execute()
-	if err == nil || !strings.Contains(err.Error(), "loading kubeconfig") {
+	if err == nil || !strings.Contains(err.Error(), "loading --kubeconfig") {
 		t.Errorf("error = %v, want one about loading the kubeconfig", err)
 	}
 }
