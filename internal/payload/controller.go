@@ -60,18 +60,24 @@ const DefaultWorkers = 8
 // Reconcile reads the payload and its jobs from the cache, computes the status and writes it
 // once, only when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if wait := r.bursts.settle(req.NamespacedName, r.Clock.Now(), r.JobEventDelay, MaxJobEventDelayFactor*r.JobEventDelay); wait > 0 {
-		return ctrl.Result{RequeueAfter: wait}, nil
-	}
+	now := r.Clock.Now()
+	wait := r.bursts.wait(req.NamespacedName, now, r.JobEventDelay, MaxJobEventDelayFactor*r.JobEventDelay)
 	var payload v1alpha1.ReleasePayload
 	if err := r.Get(ctx, req.NamespacedName, &payload); err != nil {
+		r.bursts.end(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	obs, err := r.observe(ctx, &payload)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	status := ComputeStatus(&payload, obs, metav1.NewTime(r.Clock.Now()))
+	status := ComputeStatus(&payload, obs, metav1.NewTime(now))
+	// While the payload's jobs are still changing, only a verdict is written at once; the rest
+	// waits for the burst to settle, so that it is written once.
+	if wait > 0 && !WriteBeforeSettled(payload.Status.Phase, status.Phase) {
+		return ctrl.Result{RequeueAfter: wait}, nil
+	}
+	r.bursts.end(req.NamespacedName)
 	if equality.Semantic.DeepEqual(status, payload.Status) {
 		return ctrl.Result{}, nil
 	}

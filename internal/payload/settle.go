@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
 )
 
 // Jobs of one payload tend to change together: its creation job and the verification runs
@@ -55,18 +57,36 @@ func (b *bursts) event(payload types.NamespacedName, now time.Time) {
 	b.m[payload] = cur
 }
 
-// settle returns how long payload should still wait at now; when it need not, its burst is
-// over and forgotten, and events from here on start a new one.
-func (b *bursts) settle(payload types.NamespacedName, now time.Time, quiet, limit time.Duration) time.Duration {
+// wait returns how long payload should still wait at now for its burst to settle; zero when
+// it has none or the burst is over.
+func (b *bursts) wait(payload types.NamespacedName, now time.Time, quiet, limit time.Duration) time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	cur, ok := b.m[payload]
 	if !ok {
 		return 0
 	}
-	wait := SettleWait(cur.first, cur.last, now, quiet, limit)
-	if wait == 0 {
-		delete(b.m, payload)
+	return SettleWait(cur.first, cur.last, now, quiet, limit)
+}
+
+// end forgets payload's burst once its status is written (or has nothing to write): events
+// from here on start a new one.
+func (b *bursts) end(payload types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.m, payload)
+}
+
+// WriteBeforeSettled reports whether a status computed while a burst of job events is still
+// going on is written at once: when it brings the payload's verdict. Waiting for the rest of
+// the burst would delay the verdict and save no write: the verdict is the last write.
+func WriteBeforeSettled(old, computed v1alpha1.PayloadPhase) bool {
+	if computed == old {
+		return false
 	}
-	return wait
+	switch computed {
+	case v1alpha1.PhaseAccepted, v1alpha1.PhaseRejected, v1alpha1.PhaseFailed:
+		return true
+	}
+	return false
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
 )
 
 func TestSettleWait(t *testing.T) {
@@ -33,24 +35,47 @@ func TestSettleWait(t *testing.T) {
 	}
 }
 
-func TestBurstsEndWhenSettled(t *testing.T) {
+func TestBurstsWaitUntilEnded(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	p := types.NamespacedName{Namespace: "ns", Name: "4.15.0"}
+	const quiet, limit = 200 * time.Millisecond, 2 * time.Second
 	var b bursts
 	b.event(p, t0)
 	b.event(p, t0.Add(100*time.Millisecond))
-	if wait := b.settle(p, t0.Add(150*time.Millisecond), 200*time.Millisecond, 2*time.Second); wait != 150*time.Millisecond {
+	if wait := b.wait(p, t0.Add(150*time.Millisecond), quiet, limit); wait != 150*time.Millisecond {
 		t.Fatalf("wait %s, want 150ms after the latest event", wait)
 	}
-	if wait := b.settle(p, t0.Add(300*time.Millisecond), 200*time.Millisecond, 2*time.Second); wait != 0 {
+	if wait := b.wait(p, t0.Add(300*time.Millisecond), quiet, limit); wait != 0 {
 		t.Fatalf("wait %s, want 0 once quiet", wait)
 	}
+	b.end(p)
 	if len(b.m) != 0 {
-		t.Fatalf("a settled burst is kept: %v", b.m)
+		t.Fatalf("an ended burst is kept: %v", b.m)
 	}
 	// The next event starts a new burst, counted from itself.
 	b.event(p, t0.Add(5*time.Second))
-	if wait := b.settle(p, t0.Add(5*time.Second), 200*time.Millisecond, 2*time.Second); wait != 200*time.Millisecond {
+	if wait := b.wait(p, t0.Add(5*time.Second), quiet, limit); wait != quiet {
 		t.Fatalf("wait %s, want a full delay for a new burst", wait)
+	}
+}
+
+func TestWriteBeforeSettled(t *testing.T) {
+	tests := []struct {
+		old, computed v1alpha1.PayloadPhase
+		want          bool
+	}{
+		{v1alpha1.PhaseReady, v1alpha1.PhaseAccepted, true},
+		{v1alpha1.PhaseReady, v1alpha1.PhaseRejected, true},
+		{v1alpha1.PhasePending, v1alpha1.PhaseFailed, true},
+		{v1alpha1.PhaseRejected, v1alpha1.PhaseAccepted, true},  // an override
+		{v1alpha1.PhaseAccepted, v1alpha1.PhaseAccepted, false}, // runs still changing after the verdict
+		{v1alpha1.PhasePending, v1alpha1.PhaseReady, false},     // created: the runs launched next belong in the same write
+		{v1alpha1.PhaseReady, v1alpha1.PhaseReady, false},
+		{"", v1alpha1.PhasePending, false},
+	}
+	for _, tt := range tests {
+		if got := WriteBeforeSettled(tt.old, tt.computed); got != tt.want {
+			t.Errorf("WriteBeforeSettled(%q, %q) = %v, want %v", tt.old, tt.computed, got, tt.want)
+		}
 	}
 }
