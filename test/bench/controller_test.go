@@ -97,13 +97,13 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	defer ctl.stop()
 	ctl.waitReady(b, probeAddr)
 	waitLeader(b, env, ctl)
-	progressf("release-controller pid %d ready and leader after %s", ctl.pid(), time.Since(runStart).Round(time.Millisecond))
+	progressf("release-controller pid %d ready and leader after %s", ctl.Pid(), time.Since(runStart).Round(time.Millisecond))
 
 	w := watchPayloads(b, env)
 	defer w.stop()
 	// Let the controller settle after its caches filled, then take its size without payloads.
 	time.Sleep(2 * time.Second)
-	rssBefore := rssKB(ctl.pid())
+	rssBefore := rssKB(ctl.Pid())
 	writesStart := scrapeStatusWrites(b, env.Config)
 
 	// Create the payloads, their succeeded creation jobs and their verification jobs.
@@ -146,7 +146,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	w.waitAll(b, ctl, "in flight", names, inFlight)
 	inflightAfter := time.Since(setupStart)
 	writesInflight := scrapeStatusWrites(b, env.Config)
-	rssInflight := rssKB(ctl.pid())
+	rssInflight := rssKB(ctl.Pid())
 	progressf("all %d payloads in flight %s after the first was created; controller RSS %d MB (%d MB before)",
 		n, inflightAfter.Round(time.Millisecond), rssInflight>>10, rssBefore>>10)
 
@@ -239,7 +239,7 @@ func waitLeader(b *testing.B, env *testenv.Env, ctl *process) {
 			return
 		}
 		if time.Now().After(limit) {
-			b.Fatalf("release-controller did not take the lease default/%s within 2 minutes (last: %v); the end of its log:\n%s", manager.LeaderElectionID, err, ctl.tail(40))
+			b.Fatalf("release-controller did not take the lease default/%s within 2 minutes (last: %v); the end of its log:\n%s", manager.LeaderElectionID, err, ctl.Tail(40))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -252,7 +252,7 @@ func parallel(b *testing.B, ctl *process, n, workers int, f func(i int) error) {
 	var g errgroup.Group
 	g.SetLimit(workers)
 	for i := range n {
-		if ctl.hasExited() {
+		if !ctl.Running() {
 			break
 		}
 		g.Go(func() error { return f(i) })
@@ -447,11 +447,11 @@ func (pw *payloadWatch) waitAll(b *testing.B, ctl *process, what string, names [
 		case <-report.C:
 			progressf("%s: %d/%d (%s)", what, done, len(names), time.Since(start).Round(time.Second))
 		case <-check.C:
-		case <-ctl.exited:
+		case <-ctl.Exited():
 		}
 		ctl.checkAlive(b)
 		if time.Since(lastMoved) > stallTimeout {
-			b.Fatalf("%s: stuck at %d of %d payloads for %s; the end of the controller's log:\n%s", what, done, len(names), stallTimeout, ctl.tail(40))
+			b.Fatalf("%s: stuck at %d of %d payloads for %s; the end of the controller's log:\n%s", what, done, len(names), stallTimeout, ctl.Tail(40))
 		}
 		if time.Now().After(end) {
 			b.Fatalf("%s: only %d of %d payloads before the benchmark's deadline (go test -timeout)", what, done, len(names))

@@ -17,13 +17,11 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,7 +30,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -44,6 +41,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/release-controller/release-controller/internal/testbinary"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
 
@@ -164,20 +162,11 @@ func createNamespace(b *testing.B, env *testenv.Env, name string) {
 // freeAddr returns a loopback address with a port free a moment ago.
 func freeAddr(b *testing.B) string {
 	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testbinary.FreeAddr()
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// command is exec.Command for a subprocess that dies with the benchmark process.
-func command(binary string, args ...string) *exec.Cmd {
-	cmd := exec.Command(binary, args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{}
-	dieWithParent(cmd.SysProcAttr)
-	return cmd
+	return addr
 }
 
 // parallelPlain calls f for 0..n-1 on workers goroutines and fails b on the first error.
@@ -194,85 +183,28 @@ func parallelPlain(b *testing.B, n, workers int, f func(i int) error) {
 }
 
 // process is a running release-controller subprocess whose output goes to a file.
-type process struct {
-	cmd     *exec.Cmd
-	logPath string
-	log     *os.File
-	exited  chan struct{} // closed when the process has ended
-	waitErr error
-	once    sync.Once
-}
+type process struct{ *testbinary.Process }
 
 // startProcess starts binary with args, its stdout and stderr going to logPath. The caller
 // stops it (on every path: defer p.stop()).
 func startProcess(b *testing.B, binary, logPath string, args ...string) *process {
 	b.Helper()
-	log, err := os.Create(logPath)
+	p, err := testbinary.Start(binary, logPath, args...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := command(binary, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		b.Fatalf("starting %s: %v", binary, err)
-	}
-	p := &process{cmd: cmd, logPath: logPath, log: log, exited: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		close(p.exited)
-	}()
-	return p
+	return &process{p}
 }
-
-func (p *process) pid() int { return p.cmd.Process.Pid }
 
 // stop ends the process: SIGTERM, then SIGKILL after 20s.
-func (p *process) stop() {
-	p.once.Do(func() {
-		select {
-		case <-p.exited:
-		default:
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.exited:
-			case <-time.After(20 * time.Second):
-				progressf("pid %d did not stop within 20s of SIGTERM: killing it", p.pid())
-				_ = p.cmd.Process.Kill()
-				<-p.exited
-			}
-		}
-		_ = p.log.Close()
-	})
-}
-
-func (p *process) hasExited() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
-}
+func (p *process) stop() { p.Stop(20 * time.Second) }
 
 // checkAlive fails b, showing the end of the log, when the process has ended.
 func (p *process) checkAlive(b *testing.B) {
 	b.Helper()
-	select {
-	case <-p.exited:
-		b.Fatalf("release-controller (pid %d) exited early: %v; the end of %s:\n%s", p.pid(), p.waitErr, p.logPath, p.tail(40))
-	default:
+	if !p.Running() {
+		b.Fatalf("release-controller (pid %d) exited early: %s; the end of %s:\n%s", p.Pid(), p.ExitStatus(), p.LogPath, p.Tail(40))
 	}
-}
-
-// tail returns the last n lines of the process's log.
-func (p *process) tail(n int) string {
-	data, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // waitReady polls http://addr/readyz until it answers 200.
@@ -291,7 +223,7 @@ func (p *process) waitReady(b *testing.B, addr string) {
 			}
 		}
 		if time.Now().After(limit) {
-			b.Fatalf("release-controller did not answer /readyz on %s within 2 minutes (last: %v); the end of its log:\n%s", addr, err, p.tail(40))
+			b.Fatalf("release-controller did not answer /readyz on %s within 2 minutes (last: %v); the end of its log:\n%s", addr, err, p.Tail(40))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -335,20 +267,19 @@ func scrapeStatusWrites(b *testing.B, cfg *rest.Config) statusWrites {
 		b.Fatalf("scraping the API server's metrics: %v", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		b.Fatalf("scraping the API server's metrics: %s: %s", resp.Status, body)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("scraping the API server's metrics: %s %v: %.512s", resp.Status, err, body)
+	}
+	metrics, err := testbinary.ParseMetrics(string(body))
+	if err != nil {
+		b.Fatalf("reading the API server's metrics: %v", err)
 	}
 	var w statusWrites
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		name, labels, value, ok := parseSample(sc.Text())
-		if !ok || name != "apiserver_request_total" || labels["resource"] != "releasepayloads" || labels["subresource"] != "status" {
-			continue
-		}
-		if !slices.Contains([]string{"PATCH", "UPDATE", "APPLY"}, labels["verb"]) {
-			continue
+	metrics.Each("apiserver_request_total", func(labels map[string]string, value float64) {
+		if labels["resource"] != "releasepayloads" || labels["subresource"] != "status" ||
+			!slices.Contains([]string{"PATCH", "UPDATE", "APPLY"}, labels["verb"]) {
+			return
 		}
 		switch code := labels["code"]; {
 		case strings.HasPrefix(code, "2"):
@@ -356,10 +287,7 @@ func scrapeStatusWrites(b *testing.B, cfg *rest.Config) statusWrites {
 		case code == "409":
 			w.conflicts += value
 		}
-	}
-	if err := sc.Err(); err != nil {
-		b.Fatalf("reading the API server's metrics: %v", err)
-	}
+	})
 	return w
 }
 
@@ -371,90 +299,22 @@ type queueStats struct{ waitMS, workMS float64 }
 // reconcile took, on average. The queue wait includes the delays items are added with.
 func scrapeQueue(b *testing.B, addr, name string) queueStats {
 	b.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
+	text, err := testbinary.Get(context.Background(), "http://"+addr+"/metrics")
 	if err != nil {
 		b.Fatalf("scraping the controller's metrics: %v", err)
 	}
-	defer resp.Body.Close()
-	sums := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		metric, labels, value, ok := parseSample(sc.Text())
-		if ok && labels["name"] == name {
-			sums[metric] += value
-		}
+	metrics, err := testbinary.ParseMetrics(text)
+	if err != nil {
+		b.Fatalf("reading the controller's metrics: %v", err)
 	}
-	avgMS := func(prefix string) float64 {
-		if n := sums[prefix+"_count"]; n > 0 {
-			return 1000 * sums[prefix+"_sum"] / n
+	avgMS := func(histogram string) float64 {
+		sum, count := metrics.HistogramSum(histogram, map[string]string{"name": name})
+		if count == 0 {
+			return 0
 		}
-		return 0
+		return 1000 * sum / float64(count)
 	}
 	return queueStats{waitMS: avgMS("workqueue_queue_duration_seconds"), workMS: avgMS("workqueue_work_duration_seconds")}
-}
-
-// parseSample parses one sample line of the Prometheus text format:
-// name{label="value",...} value [timestamp].
-func parseSample(line string) (name string, labels map[string]string, value float64, ok bool) {
-	if line == "" || line[0] == '#' {
-		return "", nil, 0, false
-	}
-	labels = map[string]string{}
-	rest := line
-	if i := strings.IndexAny(line, "{ "); i < 0 {
-		return "", nil, 0, false
-	} else if line[i] == '{' {
-		name, rest = line[:i], line[i+1:]
-		for {
-			rest = strings.TrimLeft(rest, " ,")
-			if strings.HasPrefix(rest, "}") {
-				rest = rest[1:]
-				break
-			}
-			eq := strings.Index(rest, "=\"")
-			if eq < 0 {
-				return "", nil, 0, false
-			}
-			key := rest[:eq]
-			rest = rest[eq+2:]
-			var val strings.Builder
-			closed := false
-			for j := 0; j < len(rest); j++ {
-				c := rest[j]
-				if c == '\\' && j+1 < len(rest) {
-					j++
-					switch rest[j] {
-					case 'n':
-						val.WriteByte('\n')
-					default:
-						val.WriteByte(rest[j])
-					}
-					continue
-				}
-				if c == '"' {
-					rest, closed = rest[j+1:], true
-					break
-				}
-				val.WriteByte(c)
-			}
-			if !closed {
-				return "", nil, 0, false
-			}
-			labels[key] = val.String()
-		}
-	} else {
-		name, rest = line[:i], line[i:]
-	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return "", nil, 0, false
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
-	if err != nil {
-		return "", nil, 0, false
-	}
-	return name, labels, v, true
 }
 
 // percentile returns the p-th percentile (0..100) of sorted durations, nearest rank below.

@@ -20,6 +20,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/testbinary"
 )
 
 const (
@@ -97,7 +98,7 @@ type buildTimes struct {
 // runBuild runs `payload build` once and times it.
 func runBuild(b *testing.B, binary, kubeconfig, imagePrefix string) buildTimes {
 	b.Helper()
-	cmd := command(binary, "payload", "build", "--kubeconfig", kubeconfig, "--payload", buildNamespace+"/"+buildTag)
+	cmd := testbinary.Command(binary, "payload", "build", "--kubeconfig", kubeconfig, "--payload", buildNamespace+"/"+buildTag)
 	out := &lineClock{}
 	cmd.Stdout, cmd.Stderr = out, out
 	out.began = time.Now()

@@ -1,22 +1,16 @@
 package scale
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/release-controller/release-controller/internal/manager"
+	"github.com/release-controller/release-controller/internal/testbinary"
 )
 
 // importInterval is the controllers' --import-interval: short, so idle streams import often.
@@ -27,14 +21,11 @@ const leaseNamespace = "default"
 
 // replica is one `release-controller controller` subprocess.
 type replica struct {
+	*testbinary.Process
 	name    string
 	args    []string
-	cmd     *exec.Cmd
-	logPath string
 	metrics string // host:port of --metrics-bind-address
 	probe   string // host:port of --health-probe-bind-address
-	exited  chan struct{}
-	waitErr error
 }
 
 // startReplica starts the shipped binary as a user would: --kubeconfig, a short import
@@ -43,13 +34,7 @@ type replica struct {
 // test ends, whatever happens.
 func startReplica(t testing.TB, name, logNamespace string) *replica {
 	t.Helper()
-	r := &replica{
-		name:    name,
-		logPath: filepath.Join(workDir, "controllers", fmt.Sprintf("%s-%s-%d.log", t.Name(), name, time.Now().UnixNano())),
-		metrics: freeAddr(t),
-		probe:   freeAddr(t),
-		exited:  make(chan struct{}),
-	}
+	r := &replica{name: name, metrics: freeAddr(t), probe: freeAddr(t)}
 	r.args = []string{"controller",
 		"--kubeconfig", kubeconfig,
 		"--import-interval", importInterval.String(),
@@ -58,118 +43,65 @@ func startReplica(t testing.TB, name, logNamespace string) *replica {
 		"--leader-election-namespace", leaseNamespace,
 		"--log-namespace", logNamespace,
 	}
-	if err := os.MkdirAll(filepath.Dir(r.logPath), 0o755); err != nil {
+	logPath := filepath.Join(workDir, "controllers", fmt.Sprintf("%s-%s-%d.log", t.Name(), name, time.Now().UnixNano()))
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	logFile, err := os.Create(r.logPath)
+	p, err := testbinary.Start(binary, logPath, r.args...)
 	if err != nil {
-		t.Fatal(err)
-	}
-	r.cmd = exec.Command(binary, r.args...)
-	r.cmd.Stdout, r.cmd.Stderr = logFile, logFile
-	r.cmd.SysProcAttr = dieWithParent()
-	if err := r.cmd.Start(); err != nil {
-		_ = logFile.Close()
 		t.Fatalf("starting controller %s: %v", name, err)
 	}
-	go func() {
-		r.waitErr = r.cmd.Wait()
-		_ = logFile.Close()
-		close(r.exited)
-	}()
+	r.Process = p
 	t.Cleanup(func() {
-		if r.running() {
+		if r.Running() {
 			r.stop()
-			t.Logf("stopped controller %s (SIGTERM): %v", name, exitStatus(r.waitErr))
+			t.Logf("stopped controller %s (SIGTERM): %s", name, r.ExitStatus())
 		}
 	})
-	t.Logf("started controller %s (pid %d): %s %s; log %s", name, r.cmd.Process.Pid, binary, strings.Join(r.args, " "), r.logPath)
+	t.Logf("started controller %s (pid %d): %s %s; log %s", name, r.Pid(), binary, strings.Join(r.args, " "), logPath)
 	return r
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := testbinary.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-func (r *replica) running() bool {
-	select {
-	case <-r.exited:
-		return false
-	default:
-		return true
-	}
+	return addr
 }
 
 // check returns an error naming how the process ended, with the end of its log, once it has.
 func (r *replica) check() error {
-	if r.running() {
+	if r.Running() {
 		return nil
 	}
-	return fmt.Errorf("controller %s exited (%v); the end of its log:\n%s", r.name, r.waitErr, r.logTail(40))
+	return fmt.Errorf("controller %s exited (%s); the end of its log:\n%s", r.name, r.ExitStatus(), r.Tail(40))
 }
 
 // kill ends the process at once, as a crash or a lost node would: no lease release, no cleanup.
 func (r *replica) kill(t testing.TB) {
 	t.Helper()
-	if !r.running() {
+	if !r.Running() {
 		t.Fatalf("controller %s had exited before it was to be killed: %v", r.name, r.check())
 	}
-	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := r.Kill(); err != nil {
 		t.Fatalf("killing controller %s: %v", r.name, err)
 	}
-	<-r.exited
 }
 
 // stop ends the process gracefully (it releases its lease), or kills it when it takes too long.
-func (r *replica) stop() {
-	if !r.running() {
-		return
-	}
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.exited:
-	case <-time.After(30 * time.Second):
-		_ = r.cmd.Process.Signal(syscall.SIGKILL)
-		<-r.exited
-	}
-}
-
-func exitStatus(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
-}
-
-// log returns the process's output so far.
-func (r *replica) log() string {
-	data, _ := os.ReadFile(r.logPath)
-	return string(data)
-}
-
-func (r *replica) logTail(lines int) string {
-	all := strings.Split(strings.TrimRight(r.log(), "\n"), "\n")
-	if len(all) > lines {
-		all = all[len(all)-lines:]
-	}
-	return strings.Join(all, "\n")
-}
+func (r *replica) stop() { r.Stop(30 * time.Second) }
 
 // scrape reads the process's Prometheus metrics.
 func (r *replica) scrape(ctx context.Context) (string, error) {
-	return httpGet(ctx, "http://"+r.metrics+"/metrics")
+	return testbinary.Get(ctx, "http://"+r.metrics+"/metrics")
 }
 
 // ready reports whether /readyz answers 200 (the informer caches synced; followers too).
 func (r *replica) ready(ctx context.Context) bool {
-	_, err := httpGet(ctx, "http://"+r.probe+"/readyz")
+	_, err := testbinary.Get(ctx, "http://"+r.probe+"/readyz")
 	return err == nil
 }
 
@@ -201,10 +133,8 @@ func (r *replica) logWork(t testing.TB) {
 	for _, c := range []string{"releasestream", "releasepayload", "releaselog-payloads", "releaselog"} {
 		total, _ := metricValue(metrics, "controller_runtime_reconcile_total", map[string]string{"controller": c})
 		errs, _ := metricValue(metrics, "controller_runtime_reconcile_errors_total", map[string]string{"controller": c})
-		sum, _ := metricValue(metrics, "controller_runtime_reconcile_time_seconds_sum", map[string]string{"controller": c})
-		count, _ := metricValue(metrics, "controller_runtime_reconcile_time_seconds_count", map[string]string{"controller": c})
-		qsum, _ := metricValue(metrics, "workqueue_queue_duration_seconds_sum", map[string]string{"name": c})
-		qcount, _ := metricValue(metrics, "workqueue_queue_duration_seconds_count", map[string]string{"name": c})
+		sum, count := histogram(metrics, "controller_runtime_reconcile_time_seconds", map[string]string{"controller": c})
+		qsum, qcount := histogram(metrics, "workqueue_queue_duration_seconds", map[string]string{"name": c})
 		lines = append(lines, fmt.Sprintf("%s: %.0f reconciles (%.0f errors), %s per reconcile, %s queued", c, total, errs, avg(sum, count), avg(qsum, qcount)))
 	}
 	patches, _ := metricValue(metrics, "rest_client_requests_total", map[string]string{"method": "PATCH"})
@@ -220,79 +150,22 @@ func avg(sum, count float64) string {
 	return (time.Duration(sum / count * float64(time.Second))).Round(100 * time.Microsecond).String()
 }
 
-func httpGet(ctx context.Context, url string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
-	}
-	return string(body), nil
-}
-
 // metricValue sums the samples of a metric in Prometheus text format whose labels include
-// every one of want; found is false when there is none.
+// every one of want; found is false when there is none (or the text does not parse).
 func metricValue(text, name string, want map[string]string) (sum float64, found bool) {
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name) {
-			continue
-		}
-		rest := line[len(name):]
-		labels := ""
-		if strings.HasPrefix(rest, "{") {
-			end := strings.Index(rest, "}")
-			if end < 0 {
-				continue
-			}
-			labels, rest = rest[1:end], rest[end+1:]
-		} else if !strings.HasPrefix(rest, " ") {
-			continue // another metric whose name starts with name
-		}
-		if !hasLabels(labels, want) {
-			continue
-		}
-		fields := strings.Fields(rest)
-		if len(fields) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		if err != nil {
-			continue
-		}
-		sum, found = sum+v, true
+	metrics, err := testbinary.ParseMetrics(text)
+	if err != nil {
+		return 0, false
 	}
-	return sum, found
+	return metrics.Sum(name, want)
 }
 
-// hasLabels reports whether a Prometheus label set (`a="x",b="y"`) holds every pair of want.
-// Label values here never hold commas or quotes.
-func hasLabels(labels string, want map[string]string) bool {
-	have := map[string]string{}
-	for pair := range strings.SplitSeq(labels, ",") {
-		k, v, ok := strings.Cut(pair, "=")
-		if ok {
-			have[strings.TrimSpace(k)] = strings.Trim(v, `"`)
-		}
+// histogram sums the sums and counts of a histogram in Prometheus text format.
+func histogram(text, name string, want map[string]string) (sum, count float64) {
+	metrics, err := testbinary.ParseMetrics(text)
+	if err != nil {
+		return 0, 0
 	}
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
+	s, c := metrics.HistogramSum(name, want)
+	return s, float64(c)
 }

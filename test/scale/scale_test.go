@@ -133,8 +133,8 @@ func TestLeaderKilledMidFlightConverges(t *testing.T) {
 	restarted := startReplica(t, leader.name+"-restarted", f.logNS)
 	running = append(running, restarted)
 	waitFor(t, "the restarted controller is ready and campaigns for the lease", 2*time.Minute, running, func(ctx context.Context) (bool, string, error) {
-		campaigning := strings.Contains(strings.ToLower(restarted.log()), "attempting to acquire leader lease")
-		return restarted.ready(ctx) && campaigning, fmt.Sprintf("ready: %v, campaigning: %v; log:\n%s", restarted.ready(ctx), campaigning, restarted.logTail(20)), nil
+		campaigning := strings.Contains(strings.ToLower(restarted.Log()), "attempting to acquire leader lease")
+		return restarted.ready(ctx) && campaigning, fmt.Sprintf("ready: %v, campaigning: %v; log:\n%s", restarted.ready(ctx), campaigning, restarted.Tail(20)), nil
 	})
 	settled, err := f.snapshot(context.Background())
 	if err != nil {
@@ -166,8 +166,8 @@ func TestLeaderKilledMidFlightConverges(t *testing.T) {
 		}
 	}
 	survivor.logWork(t)
-	if strings.Contains(strings.ToLower(restarted.log()), "successfully acquired lease") {
-		t.Errorf("the restarted replica acquired the lease while %s held it; its log:\n%s", survivor.name, restarted.logTail(40))
+	if strings.Contains(strings.ToLower(restarted.Log()), "successfully acquired lease") {
+		t.Errorf("the restarted replica acquired the lease while %s held it; its log:\n%s", survivor.name, restarted.Tail(40))
 	}
 }
 

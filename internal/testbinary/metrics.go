@@ -1,0 +1,84 @@
+package testbinary
+
+import (
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Metrics are the metric families of one scrape of a /metrics endpoint.
+type Metrics map[string]*dto.MetricFamily
+
+// ParseMetrics reads Prometheus text exposition format.
+func ParseMetrics(text string) (Metrics, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(strings.NewReader(text))
+}
+
+// Sum adds up the counter, gauge or untyped samples of the metric name whose labels hold every
+// pair of want; found is false when none matched.
+func (m Metrics) Sum(name string, want map[string]string) (value float64, found bool) {
+	family := m[name]
+	if family == nil {
+		return 0, false
+	}
+	for _, metric := range family.GetMetric() {
+		if !hasLabels(metric, want) {
+			continue
+		}
+		found = true
+		switch {
+		case metric.Counter != nil:
+			value += metric.Counter.GetValue()
+		case metric.Gauge != nil:
+			value += metric.Gauge.GetValue()
+		case metric.Untyped != nil:
+			value += metric.Untyped.GetValue()
+		}
+	}
+	return value, found
+}
+
+// HistogramSum adds up the sums and counts of the histogram name's series whose labels hold
+// every pair of want.
+func (m Metrics) HistogramSum(name string, want map[string]string) (sum float64, count uint64) {
+	family := m[name]
+	if family == nil {
+		return 0, 0
+	}
+	for _, metric := range family.GetMetric() {
+		if h := metric.GetHistogram(); h != nil && hasLabels(metric, want) {
+			sum += h.GetSampleSum()
+			count += h.GetSampleCount()
+		}
+	}
+	return sum, count
+}
+
+// Each calls f with the labels and value of every counter, gauge or untyped sample of name.
+func (m Metrics) Each(name string, f func(labels map[string]string, value float64)) {
+	for _, metric := range m[name].GetMetric() {
+		f(labelsOf(metric), metric.GetCounter().GetValue()+metric.GetGauge().GetValue()+metric.GetUntyped().GetValue())
+	}
+}
+
+func labelsOf(metric *dto.Metric) map[string]string {
+	labels := make(map[string]string, len(metric.GetLabel()))
+	for _, l := range metric.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	return labels
+}
+
+// hasLabels reports whether metric carries every label of want with its value.
+func hasLabels(metric *dto.Metric, want map[string]string) bool {
+	have := labelsOf(metric)
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
