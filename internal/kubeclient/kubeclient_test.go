@@ -127,7 +127,7 @@ func TestKubeconfigFromFlagWinsOverEnvironment(t *testing.T) {
 	}
 }
 
-func TestNoKubeconfigSaysWhatToDo(t *testing.T) {
+func TestNoKubeconfigNamesTheWaysToGiveOne(t *testing.T) {
 	t.Setenv("KUBECONFIG", "")
 	t.Setenv("HOME", t.TempDir())
 	saved := inClusterConfig
