@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -337,17 +338,21 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 		s.fail("listing the jobs of "+p.Name, err)
 		return
 	}
+	// Runs launched already that the payload controller has not recorded yet are left out.
+	launches := slices.DeleteFunc(plan.Launches, func(l verify.Launch) bool {
+		return jobs.names[verify.RunName(p.Name, l.Verification.Name, l.Attempt)]
+	})
+	if len(launches) == 0 {
+		return
+	}
 	templates, err := s.verificationTemplates(ctx, p)
 	if err != nil {
 		s.fail("reading the verifications of "+p.Name, err)
 		return
 	}
-	for _, l := range plan.Launches {
+	for _, l := range launches {
 		l.Verification = templates[l.Verification.Name]
 		name := verify.RunName(p.Name, l.Verification.Name, l.Attempt)
-		if jobs.names[name] {
-			continue // launched already; the payload controller has not recorded it yet
-		}
 		if err := s.launch(ctx, p, l); err != nil {
 			s.fail(fmt.Sprintf("launching %s of %s", name, p.Name), err)
 		}
