@@ -50,7 +50,11 @@ a bearer token that Kubernetes RBAC allows to create releaselogs.`,
 			if err := releaselog.SetupStoreWithManager(mgr, logOpts); err != nil {
 				return err
 			}
-			if err := apiserver.AddToManager(mgr, apiserver.New(mgr, logOpts), listen); err != nil {
+			srv, err := apiserver.New(mgr, apiserver.Options{Log: logOpts})
+			if err != nil {
+				return err
+			}
+			if err := apiserver.AddToManager(mgr, srv, listen); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "serving on http://%s (release log in namespace %s)\n", listen, logOpts.Namespace)

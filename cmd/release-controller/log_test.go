@@ -36,7 +36,10 @@ func startAPI(t *testing.T, namespace string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := apiserver.New(mgr, logOpts)
+	srv, err := apiserver.New(mgr, apiserver.Options{Log: logOpts})
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = mgr.Start(ctx) }()

@@ -11,6 +11,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/mcp"
@@ -21,16 +23,31 @@ import (
 // ShutdownGrace is how long requests in flight may take to finish when the server stops.
 const ShutdownGrace = 10 * time.Second
 
-// New builds the server for mgr; opts must hold the store the release log's projection feeds.
-func New(mgr ctrl.Manager, opts releaselog.Options) *server.Server {
+// Options configure the server.
+type Options struct {
+	// Log configures the release log; it must hold the store the log's projection feeds.
+	Log releaselog.Options
+	// ChangeLogs computes the changelogs of pages and the API; nil leaves them out.
+	ChangeLogs changelog.PayloadChangeLogs
+	// ArtifactsURL is the base of payloads' download links; empty leaves them out.
+	ArtifactsURL string
+}
+
+// New builds the server for mgr. Streams and payloads are read from a catalog that mgr's
+// informers keep current.
+func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
+	cat := catalog.New()
+	if err := cat.Watch(context.Background(), mgr.GetCache()); err != nil {
+		return nil, err
+	}
 	s := server.New()
-	writer := releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts)
-	auth := releaseapi.NewAuthorizer(mgr.GetClient(), opts.Namespace)
-	releaseapi.Register(s, releaseapi.NewService(opts.Store, writer, opts, auth))
-	mcp.Register(s, opts.Store, opts)
-	web.Register(s, opts.Store, opts)
+	writer := releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts.Log)
+	auth := releaseapi.NewAuthorizer(mgr.GetClient(), opts.Log.Namespace)
+	releaseapi.Register(s, releaseapi.NewService(opts.Log.Store, writer, opts.Log, auth))
+	mcp.Register(s, opts.Log.Store, opts.Log)
+	web.Register(s, opts.Log.Store, opts.Log)
 	s.Handle("GET /{$}", http.RedirectHandler("/releases", http.StatusFound))
-	return s
+	return s, nil
 }
 
 // AddToManager runs s on addr for as long as mgr runs, on every replica.

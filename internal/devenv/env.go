@@ -125,7 +125,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if opts.Listen == "" {
 		opts.Listen = server.DefaultAddr
 	}
-	if err := apiserver.AddToManager(mgr, apiserver.New(mgr, mgrOpts.ReleaseLog), opts.Listen); err != nil {
+	srv, err := apiserver.New(mgr, apiserver.Options{Log: mgrOpts.ReleaseLog})
+	if err != nil {
+		return err
+	}
+	if err := apiserver.AddToManager(mgr, srv, opts.Listen); err != nil {
 		return err
 	}
 	runner, err := jobrunner.New(jobrunner.Options{
