@@ -209,3 +209,23 @@ func TestPrevious(t *testing.T) {
 		})
 	}
 }
+
+func TestCandidates(t *testing.T) {
+	c := New()
+	c.SetStream(newStream("ns", "s"))
+	c.SetPayload(newPayload("ns", "s", "1.0.0-0.nightly-1", v1alpha1.PhaseAccepted))
+	c.SetPayload(newPayload("ns", "s", "1.0.0-0.nightly-2", v1alpha1.PhaseRejected))
+	c.SetPayload(newPayload("ns", "s", "not-semver", v1alpha1.PhaseAccepted))
+	c.SetPayload(newPayload("ns", "s", "1.0.1-0.nightly-3", v1alpha1.PhaseAccepted,
+		v1alpha1.JobRun{Name: "a", State: v1alpha1.JobSuccess, UpgradeFrom: "1.0.0-0.nightly-1"},
+		v1alpha1.JobRun{Name: "b", State: v1alpha1.JobSuccess, UpgradeFrom: "1.0.0-0.nightly-2"},
+		v1alpha1.JobRun{Name: "c", State: v1alpha1.JobFailure, UpgradeFrom: "1.0.0-0.nightly-2"}))
+	s, _ := c.Stream("s")
+	got := s.Candidates()
+	if len(got) != 2 || got[0].Entry.Tag() != "1.0.1-0.nightly-3" || got[0].Name != "1.0.1" || got[1].Name != "1.0.0" {
+		t.Fatalf("candidates: %+v", got)
+	}
+	if !slices.Equal(got[0].UpgradeFrom, []string{"1.0.0-0.nightly-1"}) {
+		t.Fatalf("upgrades above 80%%: %v", got[0].UpgradeFrom)
+	}
+}
