@@ -151,7 +151,7 @@ type ReleaseCreationJobResult struct {
 }
 
 // JobState is the state of one verification or one of its runs.
-// +kubebuilder:validation:Enum=Pending;Success;Failure;Unknown
+// +kubebuilder:validation:Enum=Pending;Success;Failure;Unknown;Skipped
 type JobState string
 
 // Job states.
@@ -161,11 +161,15 @@ const (
 	JobFailure JobState = "Failure"
 	// JobUnknown means the run's object disappeared before it finished.
 	JobUnknown JobState = "Unknown"
+	// JobSkipped means the verification was not run: an upgrade verification with no earlier
+	// accepted payload to start from. It is final, has no runs, and does not hold a payload
+	// back from acceptance. Only verifications are Skipped, never runs.
+	JobSkipped JobState = "Skipped"
 )
 
-// IsTerminal reports whether a run in this state is over.
+// IsTerminal reports whether a run or verification in this state is over.
 func (s JobState) IsTerminal() bool {
-	return s == JobSuccess || s == JobFailure || s == JobUnknown
+	return s == JobSuccess || s == JobFailure || s == JobUnknown || s == JobSkipped
 }
 
 // RunKind is the backend of a run.
@@ -223,7 +227,8 @@ type VerificationStatus struct {
 	UpgradeFrom UpgradeFrom `json:"upgradeFrom,omitempty"`
 
 	// State is derived from the runs: Success on a passing run (or enough passing aggregated
-	// runs), Failure once the retries or the aggregated runs are used up.
+	// runs), Failure once the retries or the aggregated runs are used up; Skipped, without
+	// runs, for an upgrade verification that had no earlier accepted payload to start from.
 	State JobState `json:"state"`
 
 	// Message explains the state, e.g. "2 of 3 runs failed".

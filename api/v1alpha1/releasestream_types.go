@@ -22,7 +22,8 @@ type ComponentSource struct {
 // Retention says which payloads, jobs and images garbage collection removes.
 type Retention struct {
 	// KeepAccepted is how many of the newest accepted payloads are always kept.
-	// Rejected and failed payloads older than the oldest kept accepted one are deleted.
+	// Rejected and failed payloads older than the oldest kept accepted one are deleted,
+	// unless keepRejected or rejectedMaxAge keeps them.
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=1
 	// +optional
@@ -31,6 +32,20 @@ type Retention struct {
 	// AcceptedMaxAge expires accepted payloads beyond the newest keepAccepted once they are older than this.
 	// +optional
 	AcceptedMaxAge *metav1.Duration `json:"acceptedMaxAge,omitempty"`
+
+	// KeepRejected is how many of the newest rejected and failed payloads (counted together)
+	// are always kept, so they stay to be read. Default 5; 0 keeps none by count, leaving
+	// rejectedMaxAge and the accepted payloads' rule.
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	KeepRejected *int32 `json:"keepRejected,omitempty"`
+
+	// RejectedMaxAge keeps rejected and failed payloads beyond the newest keepRejected while
+	// they are younger than this.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="rejectedMaxAge must be a non-negative duration, e.g. 168h"
+	// +optional
+	RejectedMaxAge *metav1.Duration `json:"rejectedMaxAge,omitempty"`
 
 	// CompletedJobTTL is how long finished jobs are kept before they are deleted.
 	// +optional

@@ -7,11 +7,13 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
@@ -76,6 +78,20 @@ func TestValidObjectsAreAdmittedWithDefaults(t *testing.T) {
 	if s.Spec.MaxUnreadyReleases != 1 || s.Spec.Retention.KeepAccepted != 10 || s.Spec.Verification[0].Type != v1alpha1.Blocking {
 		t.Errorf("defaults not applied: maxUnreadyReleases=%d keepAccepted=%d type=%q", s.Spec.MaxUnreadyReleases, s.Spec.Retention.KeepAccepted, s.Spec.Verification[0].Type)
 	}
+	if s.Spec.Retention.KeepRejected == nil || *s.Spec.Retention.KeepRejected != 5 {
+		t.Errorf("keepRejected not defaulted to 5: %v", s.Spec.Retention.KeepRejected)
+	}
+	// keepRejected 0 is a choice (keep none by count), not "unset".
+	none := validStream(ns)
+	none.Name = "none-kept"
+	none.Spec.Retention.KeepRejected = ptr.To[int32](0)
+	none.Spec.Retention.RejectedMaxAge = &metav1.Duration{Duration: 7 * 24 * time.Hour}
+	if err := env.Client.Create(ctx, none); err != nil {
+		t.Fatalf("creating a stream with keepRejected 0: %v", err)
+	}
+	if got := none.Spec.Retention.KeepRejected; got == nil || *got != 0 {
+		t.Errorf("keepRejected 0 became %v", got)
+	}
 	p := validPayload(ns)
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatalf("creating a valid payload: %v", err)
@@ -84,6 +100,12 @@ func TestValidObjectsAreAdmittedWithDefaults(t *testing.T) {
 	p.Spec.PayloadOverride = &v1alpha1.PayloadOverride{Override: v1alpha1.OverrideAccepted, Reason: "known flake"}
 	if err := env.Client.Update(ctx, p); err != nil {
 		t.Errorf("setting the override: %v", err)
+	}
+	// A verification that was not run is Skipped.
+	p.Status.ReleaseCreationJobResult.Status = v1alpha1.CreationJobSuccess
+	p.Status.Verifications = []v1alpha1.VerificationStatus{{Name: "e2e", Type: v1alpha1.Blocking, State: v1alpha1.JobSkipped, Message: "skipped"}}
+	if err := env.Client.Status().Update(ctx, p); err != nil {
+		t.Errorf("recording a skipped verification: %v", err)
 	}
 }
 
@@ -242,6 +264,12 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			"a stream's name is at most 63 characters"},
 		{"bad retention", func(s *v1alpha1.ReleaseStream) { s.Spec.Retention.KeepAccepted = -2 },
 			"keepAccepted in body should be greater than or equal to 1"},
+		{"negative keepRejected", func(s *v1alpha1.ReleaseStream) { s.Spec.Retention.KeepRejected = ptr.To[int32](-1) },
+			"keepRejected in body should be greater than or equal to 0"},
+		{"negative rejectedMaxAge", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.Retention.RejectedMaxAge = &metav1.Duration{Duration: -time.Hour}
+		},
+			"rejectedMaxAge must be a non-negative duration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -596,6 +596,16 @@ func (in *Retention) DeepCopyInto(out *Retention) {
 		*out = new(v1.Duration)
 		**out = **in
 	}
+	if in.KeepRejected != nil {
+		in, out := &in.KeepRejected, &out.KeepRejected
+		*out = new(int32)
+		**out = **in
+	}
+	if in.RejectedMaxAge != nil {
+		in, out := &in.RejectedMaxAge, &out.RejectedMaxAge
+		*out = new(v1.Duration)
+		**out = **in
+	}
 	if in.CompletedJobTTL != nil {
 		in, out := &in.CompletedJobTTL, &out.CompletedJobTTL
 		*out = new(v1.Duration)

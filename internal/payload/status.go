@@ -39,7 +39,7 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 	for i := range status.Verifications {
 		v := &status.Verifications[i]
 		if skipped[v.Name] && len(v.Runs) == 0 {
-			v.State, v.Message = v1alpha1.JobSuccess, "skipped: there was no earlier accepted payload to upgrade from"
+			v.State, v.Message = v1alpha1.JobSkipped, SkippedUpgradeMessage
 			continue
 		}
 		v.State, v.Message = VerificationState(verificationSpec(p, v.Name), v.Runs)
@@ -53,6 +53,9 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 	status.Phase = Phase(status.Conditions)
 	return status
 }
+
+// SkippedUpgradeMessage explains a Skipped verification.
+const SkippedUpgradeMessage = "skipped: there was no earlier accepted payload to upgrade from"
 
 func isFinal(s v1alpha1.CreationJobStatus) bool {
 	return s == v1alpha1.CreationJobSuccess || s == v1alpha1.CreationJobFailed
@@ -228,8 +231,9 @@ func aggregatedState(a v1alpha1.Aggregation, runs []v1alpha1.JobRun) (v1alpha1.J
 // newer payload superseded this one before its image was built: aborted holds the reason).
 // Nothing is accepted or rejected before the creation job succeeded; then the override wins;
 // then any failed blocking job rejects, and all blocking jobs succeeding accepts. Without
-// blocking jobs a payload is accepted once every other job has ended. Accepted and Rejected
-// are never both True.
+// blocking jobs a payload is accepted once every other job has ended. A Skipped verification
+// (an upgrade with nothing to upgrade from) has ended and holds nothing back; the message
+// names it. Accepted and Rejected are never both True.
 func ComputeConditions(override *v1alpha1.PayloadOverride, creation v1alpha1.ReleaseCreationJobResult, aborted string, verifications []v1alpha1.VerificationStatus) []metav1.Condition {
 	if aborted != "" && creation.Status != v1alpha1.CreationJobSuccess {
 		creation = v1alpha1.ReleaseCreationJobResult{Name: creation.Name, Status: v1alpha1.CreationJobFailed, Message: "aborted: " + aborted}
@@ -283,7 +287,7 @@ func ComputeConditions(override *v1alpha1.PayloadOverride, creation v1alpha1.Rel
 
 // judgeVerifications sets Accepted and Rejected from the verification states.
 func judgeVerifications(verifications []v1alpha1.VerificationStatus, accepted, rejected *metav1.Condition) {
-	var blocking, failedBlocking, pendingBlocking, unknownBlocking, unfinished []string
+	var blocking, failedBlocking, pendingBlocking, unknownBlocking, skippedBlocking, unfinished []string
 	for _, v := range verifications {
 		if v.Type == v1alpha1.Informing {
 			if !v.State.IsTerminal() {
@@ -299,6 +303,8 @@ func judgeVerifications(verifications []v1alpha1.VerificationStatus, accepted, r
 			unknownBlocking = append(unknownBlocking, v.Name)
 		case v1alpha1.JobPending, "":
 			pendingBlocking = append(pendingBlocking, v.Name)
+		case v1alpha1.JobSkipped:
+			skippedBlocking = append(skippedBlocking, v.Name)
 		}
 	}
 	switch {
@@ -308,6 +314,10 @@ func judgeVerifications(verifications []v1alpha1.VerificationStatus, accepted, r
 		rejected.Status, rejected.Reason, rejected.Message = metav1.ConditionTrue, v1alpha1.ReasonBlockingJobFailed, message
 	case len(blocking) > 0 && len(pendingBlocking) == 0 && len(unknownBlocking) == 0:
 		message := fmt.Sprintf("all %d blocking jobs succeeded", len(blocking))
+		if len(skippedBlocking) > 0 {
+			message = fmt.Sprintf("%d of %d blocking jobs succeeded; skipped: %s",
+				len(blocking)-len(skippedBlocking), len(blocking), strings.Join(skippedBlocking, ", "))
+		}
 		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, v1alpha1.ReasonBlockingJobsSucceeded, message
 		rejected.Reason, rejected.Message = v1alpha1.ReasonPayloadAccepted, message
 	case len(blocking) == 0 && len(unfinished) == 0:

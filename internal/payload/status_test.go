@@ -1,6 +1,7 @@
 package payload
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,16 @@ func TestComputeConditions(t *testing.T) {
 			want{F, T, F, F, v1alpha1.ReasonPayloadFailed, "the payload failed: aborted: superseded by 4.15.0-2", v1alpha1.PhaseFailed}},
 		{"abort comes too late once built", nil, created, "superseded by 4.15.0-2", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess)},
 			want{T, F, T, F, v1alpha1.ReasonBlockingJobsSucceeded, "all 1 blocking jobs succeeded", v1alpha1.PhaseAccepted}},
+		{"a skipped upgrade does not hold back acceptance", nil, created, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobSuccess), v("upgrade", B, v1alpha1.JobSkipped), v("lint", I, v1alpha1.JobPending)},
+			want{T, F, T, F, v1alpha1.ReasonBlockingJobsSucceeded, "1 of 2 blocking jobs succeeded; skipped: upgrade", v1alpha1.PhaseAccepted}},
+		{"only a skipped upgrade", nil, created, "", []v1alpha1.VerificationStatus{v("upgrade", B, v1alpha1.JobSkipped)},
+			want{T, F, T, F, v1alpha1.ReasonBlockingJobsSucceeded, "0 of 1 blocking jobs succeeded; skipped: upgrade", v1alpha1.PhaseAccepted}},
+		{"a skipped upgrade waits for the other blocking jobs", nil, created, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobPending), v("upgrade", B, v1alpha1.JobSkipped)},
+			want{T, F, F, F, v1alpha1.ReasonBlockingJobsPending, "waiting for blocking jobs: e2e", v1alpha1.PhaseReady}},
+		{"a skipped upgrade does not save a failed payload", nil, created, "", []v1alpha1.VerificationStatus{v("e2e", B, v1alpha1.JobFailure), v("upgrade", B, v1alpha1.JobSkipped)},
+			want{T, F, F, T, v1alpha1.ReasonPayloadRejected, "blocking jobs failed: e2e", v1alpha1.PhaseRejected}},
+		{"a skipped informing upgrade has ended", nil, created, "", []v1alpha1.VerificationStatus{v("upgrade", I, v1alpha1.JobSkipped)},
+			want{T, F, T, F, v1alpha1.ReasonVerificationsCompleted, "no blocking jobs; every job has ended", v1alpha1.PhaseAccepted}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -330,5 +341,51 @@ func TestComputeStatusKeepsTheResultOfACollectedCreationJob(t *testing.T) {
 	after := ComputeStatus(p, Observations{}, now)
 	if after.Phase != v1alpha1.PhaseAccepted || after.ReleaseCreationJobResult.Status != v1alpha1.CreationJobSuccess || after.ReleaseCreationJobResult.Name != "build" {
 		t.Errorf("after the creation job was collected: phase %s, result %+v", after.Phase, after.ReleaseCreationJobResult)
+	}
+}
+
+// TestComputeStatusShowsASkippedUpgrade: an upgrade verification the stream controller
+// recorded as skipped (nothing to upgrade from) is Skipped, not a Success without runs, and
+// does not hold the payload back; one that has runs is judged by them.
+func TestComputeStatusShowsASkippedUpgrade(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC))
+	build := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "build"}}
+	jobstatus.Succeeded(&build, now)
+	p := &v1alpha1.ReleasePayload{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1alpha1.AnnotationUpgradeSkipped: "upgrade,upgrade-minor"}}}
+	p.Spec.PayloadVerificationConfig.Verifications = []v1alpha1.Verification{
+		{Name: "e2e"},
+		{Name: "upgrade", UpgradeFrom: v1alpha1.UpgradeFromPrevious},
+		{Name: "upgrade-minor", UpgradeFrom: v1alpha1.UpgradeFromPreviousMinor},
+	}
+	p.Status.Verifications = []v1alpha1.VerificationStatus{{Name: "upgrade-minor", Runs: []v1alpha1.JobRun{run(1, v1alpha1.JobFailure)}}}
+	status := ComputeStatus(p, Observations{CreationJobs: []batchv1.Job{build}, Runs: []ObservedRun{{Verification: "e2e", Run: run(1, v1alpha1.JobSuccess)}}}, now)
+	type got struct {
+		name    string
+		state   v1alpha1.JobState
+		message string
+	}
+	var states []got
+	for _, v := range status.Verifications {
+		states = append(states, got{v.Name, v.State, v.Message})
+	}
+	want := []got{
+		{"e2e", v1alpha1.JobSuccess, "passed"},
+		{"upgrade", v1alpha1.JobSkipped, SkippedUpgradeMessage},
+		{"upgrade-minor", v1alpha1.JobFailure, "failed 1 of 1 attempts"},
+	}
+	if fmt.Sprint(states) != fmt.Sprint(want) {
+		t.Errorf("verifications\n got  %+v\n want %+v", states, want)
+	}
+	if status.Phase != v1alpha1.PhaseRejected {
+		t.Errorf("phase %s, want Rejected (upgrade-minor failed)", status.Phase)
+	}
+
+	p.Status.Verifications = nil
+	p.Annotations[v1alpha1.AnnotationUpgradeSkipped] = "upgrade"
+	p.Spec.PayloadVerificationConfig.Verifications = p.Spec.PayloadVerificationConfig.Verifications[:2]
+	status = ComputeStatus(p, Observations{CreationJobs: []batchv1.Job{build}, Runs: []ObservedRun{{Verification: "e2e", Run: run(1, v1alpha1.JobSuccess)}}}, now)
+	accepted := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionPayloadAccepted)
+	if status.Phase != v1alpha1.PhaseAccepted || accepted.Message != "1 of 2 blocking jobs succeeded; skipped: upgrade" {
+		t.Errorf("phase %s, PayloadAccepted %q; want Accepted with the skipped upgrade named", status.Phase, accepted.Message)
 	}
 }

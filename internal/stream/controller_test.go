@@ -3,6 +3,7 @@ package stream_test
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -62,10 +63,14 @@ func TestReleaseFlow(t *testing.T) {
 	// The first payload has nothing to upgrade from: its upgrade verification is recorded as skipped.
 	waitPayload(t, ns, first.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
 		g.Expect(p.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationUpgradeSkipped, "upgrade"))
+		g.Expect(p.Status.Verifications).To(ContainElement(And(
+			HaveField("Name", "upgrade"), HaveField("State", v1alpha1.JobSkipped), HaveField("Runs", BeEmpty()),
+			HaveField("Message", ContainSubstring("no earlier accepted payload")))))
 	})
 	finish(t, e2e, true)
 	waitPayload(t, ns, first.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
 		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseAccepted))
+		g.Expect(meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionPayloadAccepted).Message).To(Equal("1 of 2 blocking jobs succeeded; skipped: upgrade"))
 	})
 	waitStream(t, s, func(g Gomega, s *v1alpha1.ReleaseStream) {
 		g.Expect(s.Status.LatestAccepted).To(Equal(first.Name))
@@ -99,6 +104,48 @@ func TestReleaseFlow(t *testing.T) {
 			HaveField("From", first.Name), HaveField("To", second.Name), HaveField("State", v1alpha1.JobFailure)))
 	}).WithTimeout(waitTimeout).Should(Succeed())
 	g.Expect(digestOf(t, repo(ns, "release")+":latest")).To(Equal(firstImage))
+}
+
+// TestRejectedPayloadSurvivesANewerAcceptance: retention keeps the newest rejected and failed
+// payloads (keepRejected, 5 by default) although they are older than every accepted payload
+// keepAccepted keeps, so their pages stay to be read; accepted payloads beyond keepAccepted go.
+func TestRejectedPayloadSurvivesANewerAcceptance(t *testing.T) {
+	ns := env.Namespace(t)
+	pushImage(t, repo(ns, "api")+":latest", nil)
+	s := newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
+		s.Spec.Verification = []v1alpha1.Verification{jobVerification("e2e")}
+		s.Spec.Retention.KeepAccepted = 1
+	}, "api")
+	if got := s.Spec.Retention.KeepRejected; got == nil || *got != stream.DefaultKeepRejected {
+		t.Errorf("keepRejected = %v, want the default %d", got, stream.DefaultKeepRejected)
+	}
+	// Each build of the component makes a payload; its e2e run passes or fails.
+	verdict := func(n int, pass bool, phase v1alpha1.PayloadPhase) v1alpha1.ReleasePayload {
+		t.Helper()
+		if n > 1 {
+			pushImage(t, repo(ns, "api")+":latest", map[string]string{"build": strconv.Itoa(n)})
+		}
+		p := waitPayloads(t, ns, n)[0] // nothing is collected before the third is accepted
+		build(t, &p)
+		finish(t, waitJob(t, ns, verify.RunName(p.Name, "e2e", 1)), pass)
+		return *waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) { g.Expect(p.Status.Phase).To(Equal(phase)) })
+	}
+	first := verdict(1, true, v1alpha1.PhaseAccepted)
+	rejected := verdict(2, false, v1alpha1.PhaseRejected)
+	third := verdict(3, true, v1alpha1.PhaseAccepted)
+	g := NewWithT(t)
+	// The first accepted payload is beyond keepAccepted and goes; the rejected one, older than
+	// the only accepted payload kept, stays (before keepRejected it went in the same pass).
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(context.Background(), client.ObjectKeyFromObject(&first), &v1alpha1.ReleasePayload{}))
+	}).WithTimeout(waitTimeout).Should(BeTrue())
+	g.Consistently(func(g Gomega) {
+		var names []string
+		for _, p := range payloads(g, ns) {
+			names = append(names, p.Name)
+		}
+		g.Expect(names).To(Equal([]string{third.Name, rejected.Name}))
+	}).WithTimeout(2 * time.Second).Should(Succeed())
 }
 
 func TestUnresolvedComponentBlocksCreation(t *testing.T) {

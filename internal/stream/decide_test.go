@@ -6,6 +6,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 )
@@ -130,24 +131,53 @@ func TestCollect(t *testing.T) {
 		payloadAt("a1", 10*day, v1alpha1.PhaseAccepted),
 		payloadAt("p1", 11*day, v1alpha1.PhasePending),
 	}
+	none := ptr.To[int32](0)
+	week := &metav1.Duration{Duration: 7 * day}
 	tests := []struct {
 		name      string
 		retention v1alpha1.Retention
+		payloads  []v1alpha1.ReleasePayload // the list above when nil
 		want      []string
 	}{
-		{"keep two accepted", v1alpha1.Retention{KeepAccepted: 2}, []string{"a3", "a1", "f4", "r3"}},
-		{"keep two, or younger than a week", v1alpha1.Retention{KeepAccepted: 2, AcceptedMaxAge: &metav1.Duration{Duration: 7 * day}}, []string{"a1", "r3"}},
-		{"keep everything by default", v1alpha1.Retention{}, nil},
+		{"keep two accepted, no rejected by count", v1alpha1.Retention{KeepAccepted: 2, KeepRejected: none}, nil, []string{"a3", "a1", "f4", "r3"}},
+		{"keep two, or younger than a week", v1alpha1.Retention{KeepAccepted: 2, AcceptedMaxAge: week, KeepRejected: none}, nil, []string{"a1", "r3"}},
+		{"keep everything by default", v1alpha1.Retention{}, nil, nil},
+		{"the newest five rejected stay by default", v1alpha1.Retention{KeepAccepted: 2}, nil, []string{"a3", "a1"}},
+		{"failed payloads count with rejected ones", v1alpha1.Retention{KeepAccepted: 2, KeepRejected: ptr.To[int32](2)}, nil, []string{"a3", "a1", "r3"}},
+		{"rejected payloads newer than the kept accepted ones use up keepRejected", v1alpha1.Retention{KeepAccepted: 2, KeepRejected: ptr.To[int32](1)}, nil,
+			[]string{"a3", "a1", "f4", "r3"}},
+		{"rejected younger than rejectedMaxAge stay", v1alpha1.Retention{KeepAccepted: 2, KeepRejected: none, RejectedMaxAge: &metav1.Duration{Duration: 6 * day}}, nil,
+			[]string{"a3", "a1", "r3"}},
+		{"a rejected payload survives a newer acceptance", v1alpha1.Retention{KeepAccepted: 1}, []v1alpha1.ReleasePayload{
+			payloadAt("a2", 1*day, v1alpha1.PhaseAccepted),
+			payloadAt("r1", 2*day, v1alpha1.PhaseRejected),
+		}, nil},
+		{"beyond keepRejected and rejectedMaxAge, old rejected payloads go", v1alpha1.Retention{KeepAccepted: 1, KeepRejected: ptr.To[int32](2), RejectedMaxAge: week}, []v1alpha1.ReleasePayload{
+			payloadAt("a5", 1*day, v1alpha1.PhaseAccepted),
+			payloadAt("r4", 8*day, v1alpha1.PhaseRejected),
+			payloadAt("f3", 9*day, v1alpha1.PhaseFailed),
+			payloadAt("r2", 10*day, v1alpha1.PhaseRejected),
+			payloadAt("f1", 11*day, v1alpha1.PhaseFailed, keep...),
+			payloadAt("r0", 12*day, v1alpha1.PhaseRejected),
+		}, []string{"r2", "r0"}},
+		{"a negative keepRejected keeps none by count", v1alpha1.Retention{KeepAccepted: 1, KeepRejected: ptr.To[int32](-1)}, []v1alpha1.ReleasePayload{
+			payloadAt("a2", 1*day, v1alpha1.PhaseAccepted),
+			payloadAt("r1", 2*day, v1alpha1.PhaseRejected),
+		}, []string{"r1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := names(Collect(tt.retention, payloads, now))
+			list := tt.payloads
+			if list == nil {
+				list = payloads
+			}
+			got := names(Collect(tt.retention, list, now))
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
 				t.Errorf("Collect() = %v, want %v", got, tt.want)
 			}
 		})
 	}
-	if got := Collect(v1alpha1.Retention{KeepAccepted: 1}, []v1alpha1.ReleasePayload{payloadAt("r1", day, v1alpha1.PhaseRejected)}, now); len(got) != 0 {
+	if got := Collect(v1alpha1.Retention{KeepAccepted: 1, KeepRejected: none}, []v1alpha1.ReleasePayload{payloadAt("r1", day, v1alpha1.PhaseRejected)}, now); len(got) != 0 {
 		t.Errorf("rejected payloads were collected without any accepted one: %v", names(got))
 	}
 }

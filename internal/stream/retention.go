@@ -9,15 +9,26 @@ import (
 // DefaultKeepAccepted is how many accepted payloads are kept when the stream does not say.
 const DefaultKeepAccepted = 10
 
+// DefaultKeepRejected is how many rejected and failed payloads are kept when the stream does
+// not say (as OpenShift's release controller does).
+const DefaultKeepRejected = 5
+
 // Collect returns the payloads garbage collection deletes; payloads are the stream's, newest
 // first. It keeps the newest keepAccepted accepted payloads, and older accepted ones while
-// they are younger than acceptedMaxAge (when set); it deletes rejected and failed payloads
-// older than the oldest accepted payload those rules keep. Payloads still waiting for a verdict and
-// payloads annotated release-controller.dev/keep are never deleted.
+// they are younger than acceptedMaxAge (when set). It deletes rejected and failed payloads
+// older than the oldest accepted payload those rules keep, except the newest keepRejected
+// rejected and failed payloads (counted together, whatever their age) and those younger than
+// rejectedMaxAge (when set), so a rejected payload stays to be read after newer ones are
+// accepted. Payloads still waiting for a verdict and payloads annotated
+// release-controller.dev/keep are never deleted.
 func Collect(r v1alpha1.Retention, payloads []v1alpha1.ReleasePayload, now time.Time) []*v1alpha1.ReleasePayload {
 	keep := r.KeepAccepted
 	if keep <= 0 {
 		keep = DefaultKeepAccepted
+	}
+	keepRejected := int32(DefaultKeepRejected)
+	if r.KeepRejected != nil {
+		keepRejected = max(0, *r.KeepRejected)
 	}
 	var collect []*v1alpha1.ReleasePayload
 	var oldestKept *v1alpha1.ReleasePayload
@@ -39,10 +50,15 @@ func Collect(r v1alpha1.Retention, payloads []v1alpha1.ReleasePayload, now time.
 	if oldestKept == nil {
 		return collect
 	}
+	var rejected int32
 	for i := range payloads {
 		p := &payloads[i]
-		if (p.Status.Phase == v1alpha1.PhaseRejected || p.Status.Phase == v1alpha1.PhaseFailed) &&
-			p.CreationTimestamp.Before(&oldestKept.CreationTimestamp) && !isKept(p) {
+		if p.Status.Phase != v1alpha1.PhaseRejected && p.Status.Phase != v1alpha1.PhaseFailed {
+			continue
+		}
+		rejected++
+		young := r.RejectedMaxAge != nil && now.Sub(p.CreationTimestamp.Time) < r.RejectedMaxAge.Duration
+		if rejected > keepRejected && !young && p.CreationTimestamp.Before(&oldestKept.CreationTimestamp) && !isKept(p) {
 			collect = append(collect, p)
 		}
 	}
