@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/release-controller/release-controller/internal/apiserver"
+	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/releaselog"
@@ -17,11 +18,13 @@ import (
 
 func newAPICommand() *cobra.Command {
 	var (
-		kube    kubeclient.Options
-		listen  string
-		logOpts releaselog.Options
-		types   []string
-		zapOpts = zap.Options{}
+		kube         kubeclient.Options
+		listen       string
+		logOpts      releaselog.Options
+		types        []string
+		zapOpts      = zap.Options{}
+		clFlags      changelogFlags
+		artifactsURL string
 	)
 	cmd := &cobra.Command{
 		Use:   "api",
@@ -50,7 +53,13 @@ a bearer token that Kubernetes RBAC allows to create releaselogs.`,
 			if err := releaselog.SetupStoreWithManager(mgr, logOpts); err != nil {
 				return err
 			}
-			srv, err := apiserver.New(mgr, apiserver.Options{Log: logOpts})
+			// The manager's client reads from its cache, which starts with the manager; the
+			// Secret is read once, now.
+			changeLogs, err := changelog.Setup(cmd.Context(), mgr.GetAPIReader(), clFlags.config(userCacheDir()))
+			if err != nil {
+				return err
+			}
+			srv, err := apiserver.New(mgr, apiserver.Options{Log: logOpts, ChangeLogs: changeLogs, ArtifactsURL: artifactsURL})
 			if err != nil {
 				return err
 			}
@@ -68,6 +77,8 @@ a bearer token that Kubernetes RBAC allows to create releaselogs.`,
 	f.DurationVar(&logOpts.TTL, "log-ttl", releaselog.DefaultTTL, "how long release log days are kept")
 	f.IntVar(&logOpts.MaxEntriesPerDay, "log-max-entries", releaselog.DefaultMaxEntriesPerDay, "most entries a release log day holds (at most 10000); AddRelease beyond it fails with FailedPrecondition")
 	f.StringSliceVar(&types, "log-type", nil, "an allowed entry type and its colour, NAME=COLOR (repeatable); default: release, rejected, promotion, hotfix")
+	clFlags.addFlags(f, userCacheDir())
+	f.StringVar(&artifactsURL, "artifacts-url", "", "base URL of the payloads' downloads (a payload's download link is <url>/<tag>); empty: no download links")
 	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)

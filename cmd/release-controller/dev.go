@@ -22,6 +22,7 @@ const defaultDataDir = ".data"
 
 func newDevCommand() *cobra.Command {
 	opts := devenv.Options{Demo: true, BuildInterval: 3 * time.Minute}
+	var clFlags changelogFlags
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run everything on an embedded local environment",
@@ -32,6 +33,7 @@ rejected and failed. State lives in --data-dir; a second start resumes where the
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.WriteTo(cmd.ErrOrStderr()), zap.Level(zapcore.ErrorLevel)))
 			opts.Out = cmd.OutOrStdout()
+			opts.ChangeLog = clFlags.config("") // default: in the data dir
 			if opts.ControlPlaneBin == "" {
 				opts.ControlPlaneBin = defaultControlPlaneBin()
 			}
@@ -45,6 +47,8 @@ rejected and failed. State lives in --data-dir; a second start resumes where the
 	f.DurationVar(&opts.BuildInterval, "build-interval", opts.BuildInterval, "how often the demo's build system publishes a component build")
 	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "address of the web UI, the Connect API and MCP")
 	opts.Client.AddRateFlags(f)
+	clFlags.addFlags(f, "<data-dir>/"+devenv.ChangeLogCacheDir)
+	f.StringVar(&opts.ArtifactsURL, "artifacts-url", "", "base URL of the payloads' downloads (a payload's download link is <url>/<tag>); empty: no download links")
 	cmd.AddCommand(newDevBumpCommand(), newDevCheckCommand())
 	return cmd
 }

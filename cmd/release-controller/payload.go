@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registryclient"
@@ -32,7 +33,7 @@ func newPayloadCommand() *cobra.Command {
 		Use:   "payload",
 		Short: "Build and inspect release payload images",
 	}
-	cmd.AddCommand(newPayloadBuildCommand(), newPayloadInfoCommand())
+	cmd.AddCommand(newPayloadBuildCommand(), newPayloadInfoCommand(), newPayloadChangeLogCommand())
 	return cmd
 }
 
@@ -208,4 +209,56 @@ func listOrNone(items []string) string {
 		return "none"
 	}
 	return strings.Join(items, ", ")
+}
+
+func newPayloadChangeLogCommand() *cobra.Command {
+	var (
+		output  string
+		clFlags changelogFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "changelog FROM TO",
+		Short: "Show the changes between two payload images",
+		Long: `Show the changelog between two payload images given by pull spec (registry/repository:tag
+or @sha256:digest): the components added, removed and rebuilt, and for each updated component
+the commits between the two source revisions its images record. Repositories are cloned into
+--changelog-cache-dir (a line on stderr per clone or fetch) and reused by later runs. -o json
+prints the OpenShift release-controller's ChangeLog JSON.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "markdown" && output != "json" {
+				return fmt.Errorf("--output must be markdown or json, got %q", output)
+			}
+			cfg := clFlags.config(userCacheDir())
+			progress := cmd.ErrOrStderr()
+			cfg.OnFetch = func(url string, clone bool) {
+				if clone {
+					fmt.Fprintf(progress, "cloning %s\n", url)
+				} else {
+					fmt.Fprintf(progress, "fetching %s\n", url)
+				}
+			}
+			changeLogs, err := changelog.Setup(cmd.Context(), nil, cfg)
+			if err != nil {
+				return err
+			}
+			cl, err := changeLogs.ChangeLogOfImages(cmd.Context(), args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				data, err := json.MarshalIndent(cl, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", data)
+				return err
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), cl.Markdown())
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "markdown", "output format: markdown or json")
+	clFlags.addCacheFlags(cmd.Flags(), userCacheDir())
+	return cmd
 }

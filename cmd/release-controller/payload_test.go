@@ -5,11 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -17,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/releaseimage"
 )
@@ -36,6 +42,12 @@ func startRegistry(t *testing.T) *registry.Server {
 // <registry>/product/<name> and returns its pull spec by digest.
 func pushComponent(t *testing.T, reg *registry.Server, component, revision string) string {
 	t.Helper()
+	return pushLabelled(t, reg, component, "https://git.example.com/"+component, revision)
+}
+
+// pushLabelled is pushComponent with a given source repository.
+func pushLabelled(t *testing.T, reg *registry.Server, component, source, revision string) string {
+	t.Helper()
 	img, err := random.Image(256, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +58,7 @@ func pushComponent(t *testing.T, reg *registry.Server, component, revision strin
 	}
 	config = config.DeepCopy()
 	config.Config.Labels = map[string]string{
-		releaseimage.LabelSource:   "https://git.example.com/" + component,
+		releaseimage.LabelSource:   source,
 		releaseimage.LabelRevision: revision,
 	}
 	if img, err = mutate.ConfigFile(img, config); err != nil {
@@ -318,5 +330,181 @@ func TestPreviousReleases(t *testing.T) {
 	}
 	if _, err := previousReleases(v1alpha1.PayloadCoordinates{Stream: "s", Tag: "latest"}, nil); err == nil {
 		t.Error("a tag that is not a semantic version was accepted")
+	}
+}
+
+// newGitRepo creates a git repository with a working tree; commit adds a commit to its
+// main branch and returns the commit's hash.
+func newGitRepo(t *testing.T) (url string, commit func(message string) string) {
+	t.Helper()
+	dir := t.TempDir()
+	repo, err := git.PlainInitWithOptions(dir, &git.PlainInitOptions{InitOptions: git.InitOptions{DefaultBranch: plumbing.Main}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(2026, 11, 20, 9, 0, 0, 0, time.UTC)
+	n := 0
+	return "file://" + dir, func(message string) string {
+		t.Helper()
+		n++
+		if err := os.WriteFile(filepath.Join(dir, "VERSION"), []byte(fmt.Sprintf("%d\n", n)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wt.Add("VERSION"); err != nil {
+			t.Fatal(err)
+		}
+		sig := &object.Signature{Name: "Jane Dev", Email: "jane@example.com", When: when.Add(time.Duration(n) * time.Hour)}
+		h, err := wt.Commit(message, &git.CommitOptions{Author: sig, Committer: sig})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.String()
+	}
+}
+
+// buildPayloadImage builds a payload image of components (name → image) as <reg>/product/release:<tag>.
+func buildPayloadImage(t *testing.T, reg *registry.Server, tag string, components ...releaseimage.Component) string {
+	t.Helper()
+	res, err := releaseimage.Build(context.Background(), releaseimage.BuildOptions{
+		Tag: tag, Stream: "nightly", Repository: reg.Addr() + "/product/release", Components: components,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Image
+}
+
+// runSplit executes the root command with args and returns its stdout and stderr apart.
+func runSplit(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := newRootCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	cmd.SetArgs(args)
+	err = cmd.ExecuteContext(context.Background())
+	return out.String(), errOut.String(), err
+}
+
+// TestPayloadChangeLog reads two payload images from a registry, clones the repository their
+// components come from and prints the commits between them, in both formats.
+func TestPayloadChangeLog(t *testing.T) {
+	reg := startRegistry(t)
+	apiURL, apiCommit := newGitRepo(t)
+	c1 := apiCommit("Initial commit")
+	c2 := apiCommit("Add the thing (#34)")
+	c3 := apiCommit("ABC-12: fix the thing (#35)")
+	webURL, webCommit := newGitRepo(t)
+	w1 := webCommit("Web page")
+
+	from := buildPayloadImage(t, reg, "1.0.0",
+		releaseimage.Component{Name: "api", Image: pushLabelled(t, reg, "api", apiURL, c1)})
+	buildPayloadImage(t, reg, "1.0.1",
+		releaseimage.Component{Name: "api", Image: pushLabelled(t, reg, "api", apiURL, c3)},
+		releaseimage.Component{Name: "web", Image: pushLabelled(t, reg, "web", webURL, w1)})
+	to := reg.Addr() + "/product/release:1.0.1" // by tag
+	cache := filepath.Join(t.TempDir(), "cache")
+
+	md, progress, err := runSplit(t, "payload", "changelog", from, to, "--changelog-cache-dir", cache)
+	if err != nil {
+		t.Fatalf("payload changelog: %v\n%s", err, progress)
+	}
+	if want := "cloning " + apiURL + "\n"; progress != want {
+		t.Errorf("stderr = %q, want %q", progress, want)
+	}
+	for _, want := range []string{"# 1.0.1\n", "## Changes from 1.0.0\n", "### New images\n", "* web", "### api\n",
+		"ABC-12: fix the thing (#35)", "Add the thing (#34)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "Initial commit") {
+		t.Errorf("markdown lists the commit of the old payload:\n%s", md)
+	}
+
+	// JSON; the clone is reused: nothing to clone or fetch.
+	js, progress, err := runSplit(t, "payload", "changelog", "-o", "json", from, to, "--changelog-cache-dir", cache)
+	if err != nil {
+		t.Fatalf("payload changelog -o json: %v\n%s", err, progress)
+	}
+	if progress != "" {
+		t.Errorf("a cached clone was fetched again: %q", progress)
+	}
+	var doc changelog.JSONChangeLog
+	if err := json.Unmarshal([]byte(js), &doc); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, js)
+	}
+	if doc.From.Name != "1.0.0" || doc.To.Name != "1.0.1" || len(doc.NewImages) != 1 || len(doc.UpdatedImages) != 1 {
+		t.Fatalf("changelog = %s", js)
+	}
+	api := doc.UpdatedImages[0]
+	if api.Commit != c3 || api.FromCommit != c1 || len(api.Commits) != 2 || api.Commits[0].SHA != c3 || api.Commits[1].SHA != c2 ||
+		api.Commits[0].PullID != 35 || api.Commits[0].Issues == nil {
+		t.Errorf("api = %+v", api)
+	}
+
+	// A new commit: the clone is fetched, not cloned again.
+	c4 := apiCommit("Later (#36)")
+	next := buildPayloadImage(t, reg, "1.0.2", releaseimage.Component{Name: "api", Image: pushLabelled(t, reg, "api", apiURL, c4)})
+	md, progress, err = runSplit(t, "payload", "changelog", to, next, "--changelog-cache-dir", cache)
+	if err != nil {
+		t.Fatalf("payload changelog: %v\n%s", err, progress)
+	}
+	if want := "fetching " + apiURL + "\n"; progress != want {
+		t.Errorf("stderr = %q, want %q", progress, want)
+	}
+	if !strings.Contains(md, "Later (#36)") || strings.Contains(md, "(#35)") || !strings.Contains(md, "### Removed images\n") {
+		t.Errorf("markdown:\n%s", md)
+	}
+}
+
+func TestPayloadChangeLogErrors(t *testing.T) {
+	reg := startRegistry(t)
+	url, commit := newGitRepo(t)
+	payload := buildPayloadImage(t, reg, "1.0.0", releaseimage.Component{Name: "api", Image: pushLabelled(t, reg, "api", url, commit("one"))})
+	gone := startRegistry(t)
+	goneAddr := gone.Addr()
+	if err := gone.Close(); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(t.TempDir(), "cache")
+	busy := t.TempDir()
+	if err := os.Mkdir(filepath.Join(busy, "precious"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"one argument", []string{payload}, []string{"accepts 2 arg(s), received 1"}},
+		{"bad output", []string{payload, payload, "-o", "html"}, []string{`--output must be markdown or json, got "html"`}},
+		{"bad pull spec", []string{"not a pull spec", payload}, []string{`parsing image reference "not a pull spec"`}},
+		{"unknown tag", []string{payload, reg.Addr() + "/product/release:9.9.9"}, []string{"reading " + reg.Addr() + "/product/release:9.9.9", "the image does not exist"}},
+		{"unreachable registry", []string{goneAddr + "/product/release:1.0.0", payload}, []string{"registry " + goneAddr + " is unreachable"}},
+		{"not a payload", []string{payload, pushComponent(t, reg, "plain", "1111")}, []string{"is not a release payload image"}},
+		{"a folder that is no cache", []string{payload, payload, "--changelog-cache-dir", busy}, []string{"changelog cache " + busy + ": the folder holds other files"}},
+		{"bad cache size", []string{payload, payload, "--changelog-cache-size", "lots"}, []string{`invalid argument "lots" for "--changelog-cache-size"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"payload", "changelog", "--changelog-cache-dir", cache}, tc.args...)
+			out, _, err := runSplit(t, args...)
+			if err == nil {
+				t.Fatalf("payload changelog succeeded:\n%s", out)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(busy, "precious")); err != nil {
+		t.Errorf("the folder that is no cache lost its content: %v", err)
 	}
 }

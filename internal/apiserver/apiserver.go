@@ -44,7 +44,7 @@ func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
 	writer := releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts.Log)
 	auth := releaseapi.NewAuthorizer(mgr.GetClient(), opts.Log.Namespace)
 	releaseapi.Register(s, releaseapi.NewService(opts.Log.Store, writer, opts.Log, auth))
-	mcp.Register(s, opts.Log.Store, opts.Log)
+	mcp.Register(s, opts.Log.Store, opts.Log, cat, opts.ChangeLogs)
 	web.Register(s, opts.Log.Store, opts.Log)
 	s.Handle("GET /{$}", http.RedirectHandler("/releases", http.StatusFound))
 	return s, nil

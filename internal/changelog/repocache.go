@@ -33,6 +33,9 @@ type RepoCacheOptions struct {
 	FetchTimeout time.Duration
 	// Credentials for private repositories.
 	Credentials Credentials
+	// OnFetch, if set, is called before a repository is cloned (clone true) or fetched
+	// because a revision is missing, e.g. to show progress.
+	OnFetch func(url string, clone bool)
 }
 
 // RepoCache is a bounded on-disk cache of bare clones. It is safe for concurrent use: one
@@ -310,6 +313,9 @@ func (c *RepoCache) ensure(ctx context.Context, e *repoEntry, revisions []string
 			return fmt.Errorf("fetch timed out after %s: %w", c.opts.FetchTimeout, err)
 		}
 		return err
+	}
+	if c.opts.OnFetch != nil {
+		c.opts.OnFetch(e.url, !e.fetched)
 	}
 	// Branches and tags, without pruning: commits of force-pushed history fetched earlier
 	// stay in the clone, so changelogs from them can still be computed.

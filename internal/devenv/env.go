@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/internal/apiserver"
+	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/devenv/demo"
 	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
 	"github.com/release-controller/release-controller/internal/kubeclient"
@@ -49,6 +50,11 @@ type Options struct {
 	Out io.Writer
 	// Client sets the controllers' client-side rate limit (none by default), as on a cluster.
 	Client kubeclient.Options
+	// ChangeLog configures the changelogs of the pages and APIs; the clone cache defaults to
+	// ChangeLogCacheDir in the data directory.
+	ChangeLog changelog.Config
+	// ArtifactsURL is the base of the payloads' download links; empty leaves them out.
+	ArtifactsURL string
 }
 
 // DemoNamespace holds the demo's stream and payloads.
@@ -57,7 +63,9 @@ const DemoNamespace = "demo"
 // Paths inside the data directory.
 const (
 	KubeconfigFile = "kubeconfig"
-	logsDir        = "logs"
+	// ChangeLogCacheDir holds the git clones changelogs are read from.
+	ChangeLogCacheDir = "changelog-cache"
+	logsDir           = "logs"
 )
 
 // Run starts the environment and blocks until ctx is done, then stops everything.
@@ -125,7 +133,17 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if opts.Listen == "" {
 		opts.Listen = server.DefaultAddr
 	}
-	srv, err := apiserver.New(mgr, apiserver.Options{Log: mgrOpts.ReleaseLog})
+	clConfig := opts.ChangeLog
+	if clConfig.CacheDir == "" {
+		clConfig.CacheDir = filepath.Join(dataDir, ChangeLogCacheDir)
+	}
+	// Payload images are read from the embedded registry, as the controllers read them.
+	clConfig.Registry = mgrOpts.Registry
+	changeLogs, err := changelog.Setup(ctx, mgr.GetAPIReader(), clConfig)
+	if err != nil {
+		return err
+	}
+	srv, err := apiserver.New(mgr, apiserver.Options{Log: mgrOpts.ReleaseLog, ChangeLogs: changeLogs, ArtifactsURL: opts.ArtifactsURL})
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
-// Package mcp serves the release log to AI assistants over the Model Context Protocol: the
-// tools list_release_days and list_releases, on the HTTP server at /mcp (streamable HTTP, the
-// official Go SDK). The tools read the in-memory release log store, never the API server.
+// Package mcp serves the release log, the streams and the payloads to AI assistants over the
+// Model Context Protocol: the tools list_release_days and list_releases (the release log),
+// list_streams, latest_payload, get_payload and get_changelog (streams and payloads), on the
+// HTTP server at /mcp (streamable HTTP, the official Go SDK). The tools read the in-memory
+// release log store and the catalog fed by informers, never the API server; get_changelog
+// reads payload images and git repositories through the server's changelogs.
 package mcp
 
 import (
@@ -12,6 +15,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/version"
@@ -82,13 +87,21 @@ type ListReleaseDaysOutput struct {
 	Types   []EntryType  `json:"types" jsonschema:"the entry types writers may use; empty means any"`
 }
 
-// NewServer returns the MCP server with the release log's tools.
-func NewServer(store *releaselog.Store, opts releaselog.Options) *sdk.Server {
+// NewServer returns the MCP server with the release log's tools and, with a catalog, the
+// tools of streams and payloads. changeLogs may be nil: get_changelog then says changelogs
+// are not available.
+func NewServer(store *releaselog.Store, opts releaselog.Options, cat *catalog.Catalog, changeLogs changelog.PayloadChangeLogs) *sdk.Server {
 	opts = opts.WithDefaults("")
 	t := tools{store: store, opts: opts}
+	instructions := "Read the release log: what was released, rejected or promoted on each UTC day. " +
+		"Call list_release_days to see which days have entries, then list_releases for a day."
+	if cat != nil {
+		instructions += " Read the release streams and their payloads (release candidates): list_streams lists the streams, " +
+			"latest_payload finds a stream's newest payload in a phase (Accepted by default), get_payload shows one payload's " +
+			"verdict, verification runs and components, and get_changelog lists the commits between two payloads."
+	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "release-controller", Version: version.Version}, &sdk.ServerOptions{
-		Instructions: "Read the release log: what was released, rejected or promoted on each UTC day. " +
-			"Call list_release_days to see which days have entries, then list_releases for a day.",
+		Instructions: instructions,
 		// Only tools, and the list never changes; no logging capability.
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
 	})
@@ -105,20 +118,23 @@ func NewServer(store *releaselog.Store, opts releaselog.Options) *sdk.Server {
 		Description: "Lists the release log entries of one UTC day in time order: time, type, version, author, message and link. Without a day it lists the latest day that has releases.",
 		Annotations: readOnly,
 	}, t.listReleases)
+	if cat != nil {
+		addCatalogTools(s, catalogTools{cat: cat, changeLogs: changeLogs}, readOnly)
+	}
 	return s
 }
 
 // Handler serves the MCP server over streamable HTTP.
-func Handler(store *releaselog.Store, opts releaselog.Options) http.Handler {
-	s := NewServer(store, opts)
+func Handler(store *releaselog.Store, opts releaselog.Options, cat *catalog.Catalog, changeLogs changelog.PayloadChangeLogs) http.Handler {
+	s := NewServer(store, opts, cat, changeLogs)
 	// Stateless: the tools only read, so no session needs to outlive a request; nothing is
 	// left behind by clients that go away, and any replica can answer any request.
 	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Stateless: true})
 }
 
 // Register serves the MCP endpoint on s at Path.
-func Register(s *server.Server, store *releaselog.Store, opts releaselog.Options) {
-	s.Handle(Path, Handler(store, opts))
+func Register(s *server.Server, store *releaselog.Store, opts releaselog.Options, cat *catalog.Catalog, changeLogs changelog.PayloadChangeLogs) {
+	s.Handle(Path, Handler(store, opts, cat, changeLogs))
 }
 
 type tools struct {

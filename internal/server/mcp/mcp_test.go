@@ -3,14 +3,21 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/mcp"
@@ -25,11 +32,18 @@ func at(s string) time.Time {
 }
 
 // serve runs the real HTTP server with the MCP endpoint on a loopback port and returns a
-// client session connected to it with the SDK's streamable HTTP transport.
+// client session connected to it with the SDK's streamable HTTP transport. The catalog is
+// empty and there are no changelogs.
 func serve(t *testing.T, store *releaselog.Store, opts releaselog.Options) *sdk.ClientSession {
 	t.Helper()
+	return serveAll(t, store, opts, catalog.New(), nil)
+}
+
+// serveAll is serve with a catalog and changelogs.
+func serveAll(t *testing.T, store *releaselog.Store, opts releaselog.Options, cat *catalog.Catalog, changeLogs changelog.PayloadChangeLogs) *sdk.ClientSession {
+	t.Helper()
 	s := server.New()
-	mcp.Register(s, store, opts)
+	mcp.Register(s, store, opts, cat, changeLogs)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +138,15 @@ func TestToolsAreListedWithSchemas(t *testing.T) {
 				return
 			}
 		}
-	}); !slices.Equal(got, []string{mcp.ToolListReleaseDays, mcp.ToolListReleases}) {
+	}); !slices.Equal(got, []string{mcp.ToolGetChangelog, mcp.ToolGetPayload, mcp.ToolLatestPayload, mcp.ToolListReleaseDays, mcp.ToolListReleases, mcp.ToolListStreams}) {
 		t.Fatalf("tools = %v", got)
+	}
+	for tool, want := range map[string][]any{
+		mcp.ToolListStreams: nil, mcp.ToolLatestPayload: {"stream"}, mcp.ToolGetPayload: {"tag"}, mcp.ToolGetChangelog: {"to"},
+	} {
+		if required, _ := schemas[tool]["required"].([]any); !slices.Equal(required, want) {
+			t.Errorf("%s requires %v, want %v", tool, required, want)
+		}
 	}
 
 	props, _ := schemas[mcp.ToolListReleases]["properties"].(map[string]any)
@@ -269,5 +290,294 @@ func TestReadsTheStoreLive(t *testing.T) {
 	var out mcp.ListReleasesOutput
 	if text, isError := call(t, session, mcp.ToolListReleases, nil, &out); isError || out.Day != "2026-11-23" || out.PreviousDay != "2026-11-22" {
 		t.Errorf("got %+v, error %v: %s", out, isError, text)
+	}
+}
+
+func newStream(ns, name string) *v1alpha1.ReleaseStream {
+	return &v1alpha1.ReleaseStream{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.ReleaseStreamSpec{PayloadRepository: "registry.example.com/" + ns + "/release"},
+	}
+}
+
+func newPayload(ns, stream, tag string, phase v1alpha1.PayloadPhase) *v1alpha1.ReleasePayload {
+	p := &v1alpha1.ReleasePayload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tag, CreationTimestamp: metav1.NewTime(at("2026-11-22T09:30:00Z"))},
+		Spec: v1alpha1.ReleasePayloadSpec{
+			PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: stream, Tag: tag},
+			Components:         []v1alpha1.PinnedComponent{{Name: "api", Image: "registry.example.com/api@sha256:" + strings.Repeat("a", 64)}},
+		},
+		Status: v1alpha1.ReleasePayloadStatus{Phase: phase},
+	}
+	if phase != v1alpha1.PhasePending {
+		p.Status.PayloadImage = "registry.example.com/" + ns + "/release@sha256:" + strings.Repeat("b", 64)
+		p.Status.ReleaseCreationJobResult = v1alpha1.ReleaseCreationJobResult{Name: tag + "-build", Status: v1alpha1.CreationJobSuccess}
+	}
+	return p
+}
+
+// filledCatalog: ocp/4.18 with four payloads, ocp/4.17 with one, and a stream named 4.18 in
+// a second namespace; the tag 4.18.0-rc.0 exists in both namespaces.
+func filledCatalog() *catalog.Catalog {
+	c := catalog.New()
+	c.SetStream(newStream("ocp", "4.18"))
+	c.SetStream(newStream("ocp", "4.17"))
+	c.SetStream(newStream("okd", "4.18"))
+	c.SetStream(newStream("okd", "empty"))
+	rejected := newPayload("ocp", "4.18", "4.18.2", v1alpha1.PhaseRejected)
+	rejected.Status.Conditions = []metav1.Condition{
+		{Type: v1alpha1.ConditionPayloadCreated, Status: metav1.ConditionTrue, Reason: "Created", LastTransitionTime: metav1.NewTime(at("2026-11-22T09:35:00Z"))},
+		{Type: v1alpha1.ConditionPayloadRejected, Status: metav1.ConditionTrue, Reason: "VerificationFailed",
+			Message: "blocking verification e2e failed", LastTransitionTime: metav1.NewTime(at("2026-11-22T10:00:00Z"))},
+	}
+	started := metav1.NewTime(at("2026-11-22T09:40:00Z"))
+	rejected.Status.Verifications = []v1alpha1.VerificationStatus{
+		{Name: "e2e", Type: v1alpha1.Blocking, State: v1alpha1.JobFailure, Message: "2 of 2 runs failed", Runs: []v1alpha1.JobRun{
+			{Kind: v1alpha1.RunKindJob, Namespace: "ocp", Name: "4.18.2-e2e-1", Attempt: 1, State: v1alpha1.JobFailure,
+				URL: "https://ci.example.com/e2e/1", Message: "test failed", StartTime: &started},
+			{Kind: v1alpha1.RunKindJob, Namespace: "ocp", Name: "4.18.2-e2e-2", Attempt: 2, State: v1alpha1.JobFailure, URL: "https://ci.example.com/e2e/2"},
+		}},
+		{Name: "upgrade", Type: v1alpha1.Informing, State: v1alpha1.JobSuccess, UpgradeFrom: v1alpha1.UpgradeFromPrevious, Runs: []v1alpha1.JobRun{
+			{Kind: v1alpha1.RunKindProwJob, Namespace: "ci", Name: "abc", Attempt: 1, State: v1alpha1.JobSuccess, UpgradeFrom: "4.18.1", URL: "https://prow.example.com/abc"},
+		}},
+	}
+	for _, p := range []*v1alpha1.ReleasePayload{
+		newPayload("ocp", "4.18", "4.18.0-rc.0", v1alpha1.PhaseAccepted),
+		newPayload("ocp", "4.18", "4.18.1", v1alpha1.PhaseAccepted),
+		rejected,
+		newPayload("ocp", "4.18", "4.18.3", v1alpha1.PhasePending),
+		newPayload("ocp", "4.17", "4.17.9", v1alpha1.PhaseAccepted),
+		newPayload("okd", "4.18", "4.18.0-rc.0", v1alpha1.PhaseFailed),
+	} {
+		c.SetPayload(p)
+	}
+	return c
+}
+
+func TestListStreams(t *testing.T) {
+	session := serveAll(t, releaselog.NewStore(), releaselog.Options{}, filledCatalog(), nil)
+	var out mcp.ListStreamsOutput
+	text, isError := call(t, session, mcp.ToolListStreams, nil, &out)
+	if isError {
+		t.Fatalf("error: %s", text)
+	}
+	var names []string
+	for _, s := range out.Streams {
+		names = append(names, s.Namespace+"/"+s.Name)
+	}
+	if want := []string{"ocp/4.18", "ocp/4.17", "okd/4.18", "okd/empty"}; !slices.Equal(names, want) {
+		t.Fatalf("streams = %v, want %v", names, want)
+	}
+	s := out.Streams[0]
+	if s.Payloads != 4 || s.Latest != "4.18.3" || s.LatestAccepted != "4.18.1" || s.PayloadRepository != "registry.example.com/ocp/release" ||
+		s.Phases["Accepted"] != 2 || s.Phases["Rejected"] != 1 || s.Phases["Pending"] != 1 || s.Link != "/namespaces/ocp/releasestream/4.18" {
+		t.Errorf("ocp/4.18 = %+v", s)
+	}
+	if e := out.Streams[3]; e.Payloads != 0 || len(e.Phases) != 0 || e.Latest != "" {
+		t.Errorf("okd/empty = %+v", e)
+	}
+	for _, want := range []string{
+		"4 release streams:\n",
+		"- ocp/4.18: 4 payloads (2 Accepted, 1 Rejected, 1 Pending); latest 4.18.3, latest accepted 4.18.1\n",
+		"- okd/empty: 0 payloads; latest none, latest accepted none\n",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("text lacks %q:\n%s", want, text)
+		}
+	}
+
+	empty := serveAll(t, releaselog.NewStore(), releaselog.Options{}, catalog.New(), nil)
+	if text, isError := call(t, empty, mcp.ToolListStreams, nil, &out); isError || len(out.Streams) != 0 || text != "There are no release streams.\n" {
+		t.Errorf("empty catalog: %+v %v %q", out, isError, text)
+	}
+}
+
+func TestLatestAndGetPayload(t *testing.T) {
+	session := serveAll(t, releaselog.NewStore(), releaselog.Options{}, filledCatalog(), nil)
+
+	var p mcp.Payload
+	call := func(t *testing.T, session *sdk.ClientSession, tool string, args map[string]any, out *mcp.Payload) (string, bool) {
+		t.Helper()
+		if out != nil {
+			*out = mcp.Payload{} // omitted fields must not keep the last call's values
+		}
+		return call(t, session, tool, args, out)
+	}
+	text, isError := call(t, session, mcp.ToolLatestPayload, map[string]any{"stream": "4.17"}, &p)
+	if isError || p.Tag != "4.17.9" || p.Phase != "Accepted" || p.PullSpec != "registry.example.com/ocp/release:4.17.9" {
+		t.Errorf("latest accepted of 4.17: %+v, error %v: %s", p, isError, text)
+	}
+	text, isError = call(t, session, mcp.ToolLatestPayload, map[string]any{"stream": "4.18", "namespace": "ocp"}, &p)
+	if isError || p.Tag != "4.18.1" {
+		t.Errorf("latest accepted of ocp/4.18: %+v, error %v: %s", p, isError, text)
+	}
+	text, isError = call(t, session, mcp.ToolLatestPayload, map[string]any{"stream": "4.18", "namespace": "ocp", "phase": "rejected"}, &p)
+	if isError || p.Tag != "4.18.2" {
+		t.Errorf("latest rejected: %+v, error %v: %s", p, isError, text)
+	}
+	text, isError = call(t, session, mcp.ToolLatestPayload, map[string]any{"stream": "4.18", "namespace": "ocp", "phase": "Any"}, &p)
+	if isError || p.Tag != "4.18.3" || p.Phase != "Pending" || p.Image != "" || p.CreationJob.Status != "Unknown" {
+		t.Errorf("latest of any phase: %+v, error %v: %s", p, isError, text)
+	}
+
+	text, isError = call(t, session, mcp.ToolGetPayload, map[string]any{"tag": "4.18.2"}, &p)
+	if isError {
+		t.Fatalf("get_payload: %s", text)
+	}
+	want := mcp.Payload{
+		Namespace: "ocp", Stream: "4.18", Tag: "4.18.2", Phase: "Rejected", PullSpec: "registry.example.com/ocp/release:4.18.2",
+		Image: "registry.example.com/ocp/release@sha256:" + strings.Repeat("b", 64), Created: "2026-11-22T09:30:00Z",
+		Link:        "/namespaces/ocp/releasestream/4.18/release/4.18.2",
+		CreationJob: mcp.CreationJob{Name: "4.18.2-build", Status: "Success"},
+		Conditions: []mcp.Condition{
+			{Type: "PayloadCreated", Status: "True", Reason: "Created", Since: "2026-11-22T09:35:00Z"},
+			{Type: "PayloadRejected", Status: "True", Reason: "VerificationFailed", Message: "blocking verification e2e failed", Since: "2026-11-22T10:00:00Z"},
+		},
+		Verifications: []mcp.Verification{
+			{Name: "e2e", Type: "Blocking", State: "Failure", Message: "2 of 2 runs failed", Runs: []mcp.Run{
+				{Attempt: 1, Kind: "Job", Name: "4.18.2-e2e-1", State: "Failure", URL: "https://ci.example.com/e2e/1", Message: "test failed", Started: "2026-11-22T09:40:00Z"},
+				{Attempt: 2, Kind: "Job", Name: "4.18.2-e2e-2", State: "Failure", URL: "https://ci.example.com/e2e/2"},
+			}},
+			{Name: "upgrade", Type: "Informing", State: "Success", UpgradeFrom: "Previous", Runs: []mcp.Run{
+				{Attempt: 1, Kind: "ProwJob", Name: "abc", State: "Success", URL: "https://prow.example.com/abc", UpgradeFrom: "4.18.1"},
+			}},
+		},
+		Components: []mcp.Component{{Name: "api", Image: "registry.example.com/api@sha256:" + strings.Repeat("a", 64)}},
+	}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("get_payload =\n%+v\nwant\n%+v", p, want)
+	}
+	for _, line := range []string{
+		"4.18.2 (stream ocp/4.18): Rejected\n",
+		"- PayloadRejected=True (VerificationFailed): blocking verification e2e failed\n",
+		"- e2e (Blocking): Failure: 2 of 2 runs failed\n",
+		"  - run 1 Failure <https://ci.example.com/e2e/1>: test failed\n",
+		"  - run 1 Success from 4.18.1 <https://prow.example.com/abc>\n",
+		"Components (1):\n- api registry.example.com/api@sha256:",
+	} {
+		if !strings.Contains(text, line) {
+			t.Errorf("get_payload text lacks %q:\n%s", line, text)
+		}
+	}
+
+	// The tag in two namespaces: the namespace, or the stream with its namespace, picks one.
+	if _, isError = call(t, session, mcp.ToolGetPayload, map[string]any{"tag": "4.18.0-rc.0", "namespace": "okd"}, &p); isError || p.Phase != "Failed" {
+		t.Errorf("okd 4.18.0-rc.0: %+v", p)
+	}
+	if _, isError = call(t, session, mcp.ToolGetPayload, map[string]any{"tag": "4.18.0-rc.0", "stream": "4.18", "namespace": "ocp"}, &p); isError || p.Phase != "Accepted" {
+		t.Errorf("ocp 4.18.0-rc.0: %+v", p)
+	}
+
+	for _, tt := range []struct {
+		name, tool string
+		args       map[string]any
+		want       string
+	}{
+		{"no stream", mcp.ToolLatestPayload, map[string]any{}, "stream"},
+		{"unknown stream", mcp.ToolLatestPayload, map[string]any{"stream": "5.0"}, `no release stream "5.0"; call list_streams`},
+		{"ambiguous stream", mcp.ToolLatestPayload, map[string]any{"stream": "4.18"}, `release stream "4.18" exists in namespaces ocp, okd: give namespace`},
+		{"bad phase", mcp.ToolLatestPayload, map[string]any{"stream": "4.17", "phase": "Done"}, "phase must be Accepted, Rejected, Failed, Ready, Pending or Any"},
+		{"no payload in the phase", mcp.ToolLatestPayload, map[string]any{"stream": "4.17", "phase": "Rejected"}, "release stream ocp/4.17 has no Rejected payload (it holds 1 Accepted)"},
+		{"empty stream", mcp.ToolLatestPayload, map[string]any{"stream": "empty", "phase": "any"}, "release stream okd/empty has no payload (it holds no payloads)"},
+		{"unknown tag", mcp.ToolGetPayload, map[string]any{"tag": "9.9.9"}, `no payload "9.9.9"; call list_streams`},
+		{"ambiguous tag", mcp.ToolGetPayload, map[string]any{"tag": "4.18.0-rc.0"}, `payload "4.18.0-rc.0" exists in namespaces ocp, okd: give namespace`},
+		{"tag not in the stream", mcp.ToolGetPayload, map[string]any{"tag": "4.17.9", "stream": "4.18", "namespace": "ocp"}, `release stream ocp/4.18 has no payload "4.17.9"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			text, isError := call(t, session, tt.tool, tt.args, nil)
+			if !isError || !strings.Contains(text, tt.want) {
+				t.Errorf("isError %v, text %q; want a tool error containing %q", isError, text, tt.want)
+			}
+		})
+	}
+}
+
+// fakeChangeLogs answers every pair with a changelog naming it, and counts the calls.
+type fakeChangeLogs struct {
+	mu    sync.Mutex
+	pairs []string
+}
+
+func (f *fakeChangeLogs) Cached(from, to *v1alpha1.ReleasePayload) (*changelog.ChangeLog, bool) {
+	return nil, false
+}
+
+func (f *fakeChangeLogs) ChangeLog(_ context.Context, from, to *v1alpha1.ReleasePayload) (*changelog.ChangeLog, error) {
+	f.mu.Lock()
+	f.pairs = append(f.pairs, from.Name+".."+to.Name)
+	f.mu.Unlock()
+	for _, p := range []*v1alpha1.ReleasePayload{from, to} {
+		if p.Status.PayloadImage == "" {
+			return nil, fmt.Errorf("payload %s has no image yet", p.Name)
+		}
+	}
+	return &changelog.ChangeLog{
+		From: changelog.ReleaseInfo{Name: from.Name, Digest: "sha256:from", Created: at("2026-11-21T09:30:00Z")},
+		To:   changelog.ReleaseInfo{Name: to.Name, Digest: "sha256:to", Created: at("2026-11-22T09:30:00Z")},
+		UpdatedImages: []changelog.ImageChange{{
+			Name: "api", Source: "https://github.com/example/api", Revision: strings.Repeat("c", 40), FromRevision: strings.Repeat("d", 40),
+			Commits: []changelog.Commit{{SHA: strings.Repeat("e", 40), Subject: "Merge pull request #12 from a/b", Title: "Add the feature",
+				PullRequest: 12, PullURL: "https://github.com/example/api/pull/12", Merge: true, Issues: []string{"ABC-1"}, Time: at("2026-11-22T08:00:00Z")}},
+		}},
+		NewImages: []changelog.ImageChange{{Name: "web", Source: "https://github.com/example/web"}},
+	}, nil
+}
+
+func TestGetChangelog(t *testing.T) {
+	fake := &fakeChangeLogs{}
+	session := serveAll(t, releaselog.NewStore(), releaselog.Options{}, filledCatalog(), fake)
+
+	var out changelog.JSONChangeLog
+	text, isError := call(t, session, mcp.ToolGetChangelog, map[string]any{"from": "4.17.9", "to": "4.18.1"}, &out)
+	if isError {
+		t.Fatalf("get_changelog: %s", text)
+	}
+	if out.From.Name != "4.17.9" || out.To.Name != "4.18.1" || len(out.UpdatedImages) != 1 || len(out.NewImages) != 1 {
+		t.Fatalf("changelog = %+v", out)
+	}
+	api := out.UpdatedImages[0]
+	if api.Name != "api" || api.Path != "https://github.com/example/api" || len(api.Commits) != 1 ||
+		api.Commits[0].Subject != "Add the feature" || api.Commits[0].PullID != 12 ||
+		api.Commits[0].PullURL != "https://github.com/example/api/pull/12" || api.FullChangeLog == "" {
+		t.Errorf("updated image = %+v", api)
+	}
+	// The text is the same JSON, for clients that ignore structured content.
+	var fromText changelog.JSONChangeLog
+	if err := json.Unmarshal([]byte(text), &fromText); err != nil || !reflect.DeepEqual(fromText, out) {
+		t.Errorf("text is not the changelog JSON (%v):\n%s", err, text)
+	}
+
+	// Without from: the newest older Accepted payload of the stream (4.18.0-rc.0 is older).
+	if text, isError := call(t, session, mcp.ToolGetChangelog, map[string]any{"to": "4.18.2", "namespace": "ocp"}, nil); isError {
+		t.Errorf("default from: %s", text)
+	}
+	if want := []string{"4.17.9..4.18.1", "4.18.1..4.18.2"}; !slices.Equal(fake.pairs[:2], want) {
+		t.Errorf("pairs = %v, want %v", fake.pairs, want)
+	}
+
+	for _, tt := range []struct {
+		name string
+		args map[string]any
+		want string
+	}{
+		{"oldest payload", map[string]any{"to": "4.17.9"}, "payload 4.17.9 is the oldest of stream ocp/4.17: give from"},
+		{"unknown to", map[string]any{"to": "9.9.9"}, `to: no payload "9.9.9"`},
+		{"unknown from", map[string]any{"from": "0.0.1", "to": "4.18.1"}, `from: no payload "0.0.1"`},
+		{"ambiguous to", map[string]any{"to": "4.18.0-rc.0"}, "to: payload \"4.18.0-rc.0\" exists in namespaces ocp, okd: give namespace"},
+		{"payload without an image", map[string]any{"from": "4.18.1", "to": "4.18.3"}, "changelog from 4.18.1 to 4.18.3: payload 4.18.3 has no image yet"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			text, isError := call(t, session, mcp.ToolGetChangelog, tt.args, nil)
+			if !isError || !strings.Contains(text, tt.want) {
+				t.Errorf("isError %v, text %q; want a tool error containing %q", isError, text, tt.want)
+			}
+		})
+	}
+
+	// A server without changelogs says so.
+	none := serveAll(t, releaselog.NewStore(), releaselog.Options{}, filledCatalog(), nil)
+	text, isError = call(t, none, mcp.ToolGetChangelog, map[string]any{"from": "4.17.9", "to": "4.18.1"}, nil)
+	if !isError || !strings.Contains(text, "changelogs are not available on this server") {
+		t.Errorf("without changelogs: isError %v, %q", isError, text)
 	}
 }
