@@ -16,6 +16,7 @@ import (
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/mcp"
+	"github.com/release-controller/release-controller/internal/server/osrc"
 	"github.com/release-controller/release-controller/internal/server/releaseapi"
 	"github.com/release-controller/release-controller/internal/server/web"
 )
@@ -46,6 +47,7 @@ func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
 	releaseapi.Register(s, releaseapi.NewService(opts.Log.Store, writer, opts.Log, auth))
 	mcp.Register(s, opts.Log.Store, opts.Log, cat, opts.ChangeLogs)
 	web.Register(s, opts.Log.Store, opts.Log)
+	osrc.Register(s, cat, osrc.Options{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL})
 	s.Handle("GET /{$}", http.RedirectHandler("/releases", http.StatusFound))
 	return s, nil
 }

@@ -1,0 +1,172 @@
+package osrc
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/release-controller/release-controller/internal/catalog"
+)
+
+// CincinnatiContentType is the media type of /graph.
+const CincinnatiContentType = "application/vnd.redhat.cincinnati.graph+json; version=1.0"
+
+const textBadChannel = "Unsupported ?channel, must be '', 'prerelease', 'prerelease-*', 'nightly', 'nightly-*', 'stable', or 'stable-*"
+
+// channelFilter returns which upgrades a channel keeps (OSRC's rules), false for a channel
+// it does not know.
+func channelFilter(channel string) (func(u catalog.Upgrade) bool, bool) {
+	succeeded := func(u catalog.Upgrade) bool { return u.Success > 0 }
+	into := func(prefix string, needSuccess bool) func(u catalog.Upgrade) bool {
+		return func(u catalog.Upgrade) bool {
+			return (!needSuccess || u.Success > 0) && strings.HasPrefix(u.To, prefix)
+		}
+	}
+	switch {
+	case channel == "", channel == "stable", channel == "stable-scos", channel == "next", channel == "next-scos":
+		return succeeded, true
+	case channel == "prerelease", channel == "nightly":
+		return func(catalog.Upgrade) bool { return true }, true
+	}
+	for _, p := range []string{"stable-scos-", "stable-", "next-scos-", "next-"} {
+		if rest, ok := strings.CutPrefix(channel, p); ok {
+			return into(rest+".", true), true
+		}
+	}
+	if rest, ok := strings.CutPrefix(channel, "prerelease-"); ok {
+		return into(rest+".", false), true
+	}
+	if rest, ok := strings.CutPrefix(channel, "nightly-"); ok {
+		return into(rest+".0-0.nightly-", false), true
+	}
+	return nil, false
+}
+
+// nodePayload is a node's payload: <repository>@<digest> when the payload image is known
+// by digest (ok), else the pull spec (in repo).
+func nodePayload(s *catalog.Stream, e catalog.Entry) (repo, digest string, ok bool) {
+	pull := s.PullSpec(e)
+	image := e.Payload.Status.PayloadImage
+	if i := strings.LastIndex(image, "@"); i >= 0 && strings.Contains(image[i+1:], ":") {
+		return pull[:len(pull)-len(e.Tag())-1], image[i+1:], true
+	}
+	return pull, "", false
+}
+
+// graph is /graph: every payload of every stream as a node (streams in catalog order,
+// payloads in semver order), and an edge per tested upgrade the channel keeps, sorted by
+// (from, to) so the same graph always reads the same. Answers are kept until the catalog
+// changes.
+func (h *handler) graph(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Query().Get("format") {
+	case "", "cincinnati":
+	default:
+		http.Error(w, "Unsupported ?format, must be 'cincinnati' (default)", http.StatusBadRequest)
+		return
+	}
+	channel := r.URL.Query().Get("channel")
+	keep, ok := channelFilter(channel)
+	if !ok {
+		http.Error(w, textBadChannel, http.StatusBadRequest)
+		return
+	}
+	body := h.cache.get(h.cat.Changed(), "graph?"+channel, func() []byte {
+		streams := h.cat.Streams()
+		return encodeGraph(nil, streams, graphEdges(streams, keep))
+	})
+	writeBody(w, CincinnatiContentType, body)
+}
+
+// graphEdges are the node indexes of the upgrades keep accepts, sorted, nodes being every
+// entry of streams in order. An upgrade from a tag of another stream starts at that tag's
+// first node.
+func graphEdges(streams []*catalog.Stream, keep func(catalog.Upgrade) bool) [][2]int {
+	bases := make([]int, len(streams))
+	total := 0
+	for i, s := range streams {
+		bases[i] = total
+		total += len(s.Entries)
+	}
+	var first map[string]int // built on the first upgrade from another stream
+	firstNode := func(tag string) (int, bool) {
+		if first == nil {
+			first = make(map[string]int, total)
+			for i := len(streams) - 1; i >= 0; i-- {
+				for j := len(streams[i].Entries) - 1; j >= 0; j-- {
+					first[streams[i].Entries[j].Tag()] = bases[i] + j
+				}
+			}
+		}
+		n, ok := first[tag]
+		return n, ok
+	}
+	edges := [][2]int{}
+	for i, s := range streams {
+		for _, u := range s.Upgrades() {
+			if !keep(u) {
+				continue
+			}
+			to := s.Index(u.To)
+			if to < 0 {
+				continue
+			}
+			from := s.Index(u.From)
+			if from >= 0 {
+				from += bases[i]
+			} else if f, ok := firstNode(u.From); ok {
+				from = f
+			} else {
+				continue
+			}
+			edges = append(edges, [2]int{from, to + bases[i]})
+		}
+	}
+	slices.SortFunc(edges, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	return slices.Compact(edges)
+}
+
+// upgradeRecord is OSRC's UpgradeRecord, the format of its persisted graph.
+type upgradeRecord struct {
+	From    string          `json:"from"`
+	To      string          `json:"to"`
+	Results []upgradeResult `json:"results"`
+}
+
+// archiveGraph is /archive/graph: every upgrade of every stream, gzipped JSON records
+// sorted by to, from, then the results by URL. Runs without a URL are kept with url "".
+func (h *handler) archiveGraph(w http.ResponseWriter, r *http.Request) {
+	var records []upgradeRecord
+	for _, s := range h.cat.Streams() {
+		for _, u := range s.Upgrades() {
+			rec := upgradeRecord{From: u.From, To: u.To, Results: make([]upgradeResult, 0, len(u.Runs))}
+			for _, run := range u.Runs { // ordered by URL, then by name
+				rec.Results = append(rec.Results, upgradeResult{State: stateWord(run.State), URL: run.URL})
+			}
+			records = append(records, rec)
+		}
+	}
+	slices.SortStableFunc(records, func(a, b upgradeRecord) int {
+		return cmp.Or(cmp.Compare(a.To, b.To), cmp.Compare(a.From, b.From))
+	})
+	if records == nil {
+		records = []upgradeRecord{}
+	}
+	data, err := json.Marshal(records)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	gw := gzip.NewWriter(&buf)
+	_, _ = gw.Write(data)
+	if err := gw.Close(); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Encoding", "gzip")
+	writeBody(w, "application/json", buf.Bytes())
+}
