@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"html"
 	"net/http"
 	"strings"
 	"sync"
@@ -367,11 +366,11 @@ func getInfo(t *testing.T, url string) (infoWithChangeLog, string) {
 	return info, got.body
 }
 
-// wantChangeLog checks that info carries cl: its Markdown as escaped HTML, base64 encoded,
+// wantChangeLog checks that info carries cl: its Markdown rendered as HTML, base64 encoded,
 // and its OSRC JSON.
 func wantChangeLog(t *testing.T, info infoWithChangeLog, body string, cl *changelog.ChangeLog) {
 	t.Helper()
-	if want := "<pre>" + html.EscapeString(cl.Markdown()) + "</pre>\n"; string(info.ChangeLog) != want {
+	if want, _ := cl.HTML(); string(info.ChangeLog) != string(want) {
 		t.Errorf("changeLog (-want +got):\n%s", cmp.Diff(want, string(info.ChangeLog)))
 	}
 	if !strings.Contains(body, `"changeLog": "`+base64.StdEncoding.EncodeToString(info.ChangeLog)+`",`) {
