@@ -186,10 +186,14 @@ func (h *handler) changeLog(ctx context.Context, from, to *v1alpha1.ReleasePaylo
 	return nil
 }
 
-// changeLogHTML renders the changelog's Markdown for changeLog. No Markdown renderer is a
-// dependency yet, so this is the Markdown, escaped, in a <pre>.
+// changeLogHTML renders the changelog's Markdown as HTML for changeLog; should that fail,
+// the Markdown itself, escaped, in a <pre>.
 func changeLogHTML(cl *changelog.ChangeLog) []byte {
-	return []byte("<pre>" + html.EscapeString(cl.Markdown()) + "</pre>\n")
+	out, err := cl.HTML()
+	if err != nil {
+		return []byte("<pre>" + html.EscapeString(cl.Markdown()) + "</pre>\n")
+	}
+	return out
 }
 
 // verificationResults sorts a payload's verifications into blocking and informing jobs, and
