@@ -5,7 +5,6 @@ package apiserver
 
 import (
 	"context"
-	"net/http"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,7 +47,7 @@ func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
 	mcp.Register(s, opts.Log.Store, opts.Log, cat, opts.ChangeLogs)
 	web.Register(s, opts.Log.Store, opts.Log)
 	osrc.Register(s, cat, osrc.Options{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL})
-	s.Handle("GET /{$}", http.RedirectHandler("/releases", http.StatusFound))
+	web.RegisterPages(s, cat, web.PageOptions{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL, Clock: opts.Log.Clock})
 	return s, nil
 }
 

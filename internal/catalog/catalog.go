@@ -378,17 +378,23 @@ func (b *builder) snapshot() *Stream {
 // compareEntries is semver order, newest first: tags that are semantic versions first, in
 // descending order, then the others by name, descending.
 func compareEntries(a, b Entry) int {
+	return compareVersions(a.Version, b.Version, a.Payload.Name, b.Payload.Name)
+}
+
+// compareVersions orders two tags, newest first: semantic versions (va, vb; nil when the
+// tag is not one) before the others, which go by name, descending.
+func compareVersions(va, vb *semver.Version, a, b string) int {
 	switch {
-	case a.Version != nil && b.Version != nil:
-		if n := b.Version.Compare(*a.Version); n != 0 {
+	case va != nil && vb != nil:
+		if n := vb.Compare(*va); n != 0 {
 			return n
 		}
-	case a.Version != nil:
+	case va != nil:
 		return -1
-	case b.Version != nil:
+	case vb != nil:
 		return 1
 	}
-	return cmp.Compare(b.Payload.Name, a.Payload.Name)
+	return cmp.Compare(b, a)
 }
 
 // compareNames orders stream names like tags: semantic versions first, newest first.

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/blang/semver/v4"
+
 	"github.com/release-controller/release-controller/api/v1alpha1"
 )
 
@@ -102,11 +104,12 @@ func (s *Stream) indexUpgrades() {
 			s.upgrades.outOf[k.from] = append(s.upgrades.outOf[k.from], u)
 			s.upgrades.allEdges = append(s.upgrades.allEdges, u)
 		}
+		order := tagOrder{}
 		for _, us := range s.upgrades.into {
-			slices.SortFunc(us, func(a, b Upgrade) int { return compareTags(a.From, b.From) })
+			slices.SortFunc(us, func(a, b Upgrade) int { return order.compare(a.From, b.From) })
 		}
 		for _, us := range s.upgrades.outOf {
-			slices.SortFunc(us, func(a, b Upgrade) int { return compareTags(a.To, b.To) })
+			slices.SortFunc(us, func(a, b Upgrade) int { return order.compare(a.To, b.To) })
 		}
 		slices.SortFunc(s.upgrades.allEdges, func(a, b Upgrade) int {
 			return cmp.Or(cmp.Compare(a.From, b.From), cmp.Compare(a.To, b.To))
@@ -114,9 +117,22 @@ func (s *Stream) indexUpgrades() {
 	})
 }
 
-// compareTags is semver order (newest first) for two tag names.
-func compareTags(a, b string) int {
-	return compareNames(a, b)
+// tagOrder compares tags in semver order (newest first), parsing each tag once.
+type tagOrder map[string]*semver.Version
+
+func (o tagOrder) version(tag string) *semver.Version {
+	v, ok := o[tag]
+	if !ok {
+		if parsed, err := semver.Parse(tag); err == nil {
+			v = &parsed
+		}
+		o[tag] = v
+	}
+	return v
+}
+
+func (o tagOrder) compare(a, b string) int {
+	return compareVersions(o.version(a), o.version(b), a, b)
 }
 
 // Previous is the payload a changelog of tag starts from when nobody names one: the newest

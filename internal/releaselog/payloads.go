@@ -17,7 +17,9 @@ import (
 
 // PayloadPagePath is the path of a payload's page on the web server, filled with the
 // payload's namespace, stream and tag. The entries of accepted and rejected payloads link to it.
-const PayloadPagePath = "/releases/%s/%s/%s"
+// (Entries written before it moved link to /releases/NAMESPACE/STREAM/TAG, which the web
+// server redirects here.)
+const PayloadPagePath = "/namespaces/%s/releasestream/%s/release/%s"
 
 // ControllerOrigin is the origin and author of the entries the controller writes.
 const ControllerOrigin = "release-controller"

@@ -102,7 +102,7 @@ func TestAcceptedAndRejectedPayloadsAreLoggedOnce(t *testing.T) {
 			}
 		}
 		if got.Type != w.Type || got.Version != w.Version || got.Origin != releaselog.ControllerOrigin || got.Author != releaselog.ControllerOrigin ||
-			got.Link != "/releases/"+ns+"/nightly/"+w.Version || got.Message == "" || !got.Date.Equal(w.Date) {
+			got.Link != "/namespaces/"+ns+"/releasestream/nightly/release/"+w.Version || got.Message == "" || !got.Date.Equal(w.Date) {
 			t.Errorf("logged %+v\nwant    %+v", *got, w)
 		}
 	}

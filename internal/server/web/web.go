@@ -1,7 +1,8 @@
-// Package web serves the server-rendered pages: for now the Releases page, one day of the
-// release log with day navigation and live updates over server-sent events. Pages are
-// html/template; the stylesheet and the small script are embedded, so the binary serves
-// everything itself and the page works without JavaScript.
+// Package web serves the server-rendered pages: the Releases page, one day of the release
+// log with day navigation and live updates over server-sent events (Register), and the pages
+// of streams and payloads read from the catalog (RegisterPages, pages.go). Pages are
+// html/template; the stylesheets and the small scripts are embedded, so the binary serves
+// everything itself and the pages work without JavaScript.
 package web
 
 import (
