@@ -29,9 +29,10 @@ func newAPICommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "api",
 		Short: "Serve the web UI, the Connect API and MCP from the cluster's informer caches",
-		Long: `Serve the release log's Connect API (Connect, gRPC and gRPC-Web at the root), its MCP
-server at /mcp and the Releases page at /releases, reading from informer caches. Writes need
-a bearer token that Kubernetes RBAC allows to create releaselogs.`,
+		Long: `Serve the release pages (/, /releasestream/..., /releasetag/..., /changelog), the
+OpenShift-compatible REST API (/api/v1/..., /graph), the release log's page (/releases) and
+Connect API (Connect, gRPC and gRPC-Web at the root) and MCP at /mcp, reading from informer
+caches. Writes to the log need a bearer token that Kubernetes RBAC allows to create releaselogs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))

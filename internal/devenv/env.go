@@ -111,13 +111,19 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, reg.Close()) }()
+	// The creation Jobs name a real image: this binary's, in the embedded registry.
+	buildImage, err := pushBuildImage(ctx, dataDir, st.RegistryAddr(), opts.Executable, step)
+	if err != nil {
+		step("creation Jobs name the image %s: packaging this binary failed: %v", fallbackBuildImage, err)
+		buildImage = fallbackBuildImage
+	}
 
 	mgrOpts := manager.Options{
 		MetricsAddr:    "0",
 		ProbeAddr:      "0",
 		ImportInterval: 5 * time.Second,
 		RetryBackoff:   verify.Backoff{Base: 5 * time.Second, Cap: time.Minute},
-		BuildImage:     "release-controller:dev",
+		BuildImage:     buildImage,
 		// The release log of the environment lives beside the demo.
 		ReleaseLog: releaselog.Options{Namespace: DemoNamespace, Types: releaselog.DefaultTypes(), Store: releaselog.NewStore()}.WithDefaults(""),
 	}
@@ -205,7 +211,7 @@ func printSummary(out io.Writer, dataDir, kubeconfig string, st *state, opts Opt
 	fmt.Fprintf(out, `
 release-controller dev is running.
 
-  web UI        http://%s/releases   (Connect API at the root, MCP at /mcp)
+  web UI        http://%s/   (release log at /releases, REST at /api/v1, MCP at /mcp)
   kubeconfig    %s
   registry      %s
   job logs      %s
@@ -216,13 +222,14 @@ Watch the releases:
   %s get releasepayloads -n %s -w
   %s get releasestreams -n %s
   release-controller payload info %s/demo/release:latest
+  curl -s http://%s/api/v1/releasestream/%s/latest
   release-controller log list --server http://%s
   release-controller log add --server http://%s --token-file %s --type hotfix --version 1.0.1 --message "patched"
 
 A token for other clients: %s
 `, opts.Listen, kubeconfig, st.RegistryAddr(), filepath.Join(dataDir, logsDir), st.APIServerPort,
 		filepath.Join(dataDir, TokenFile), DemoNamespace, LogWriterAccount,
-		kubectl, DemoNamespace, kubectl, DemoNamespace, st.RegistryAddr(), opts.Listen, opts.Listen, filepath.Join(dataDir, TokenFile), token)
+		kubectl, DemoNamespace, kubectl, DemoNamespace, st.RegistryAddr(), opts.Listen, demo.StreamName, opts.Listen, opts.Listen, filepath.Join(dataDir, TokenFile), token)
 	if opts.Demo {
 		fmt.Fprintf(out, `
 The demo's build system publishes a component build every %s; publish one now with:

@@ -55,7 +55,7 @@ type Release struct {
 	Origin  string `json:"origin,omitempty" jsonschema:"the system that recorded the event"`
 	Author  string `json:"author,omitempty"`
 	Message string `json:"message,omitempty"`
-	Link    string `json:"link,omitempty" jsonschema:"a URL, or a path on this server such as /releases/NAMESPACE/STREAM/TAG"`
+	Link    string `json:"link,omitempty" jsonschema:"a URL, or a path on this server such as /namespaces/NAMESPACE/releasestream/STREAM/release/TAG"`
 }
 
 // ListReleasesOutput is the structured result of list_releases.
