@@ -47,16 +47,62 @@ run: build control-plane ## Start the embedded local environment (release-contro
 	@PATH="$(BIN):$(CONTROL_PLANE):$$PATH" $(BIN)/release-controller dev --data-dir $(DATA_DIR) --control-plane-bin $(CONTROL_PLANE)
 
 .PHONY: test
-test: control-plane verify-generated vet ## Run every test against a real API server (builds it first).
+test: control-plane chromium verify-generated vet ## Run every test against a real API server (builds it first).
 	@echo "==> go test ./... (KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS))"
 	$(GO) test -count=1 ./...
 
 ##@ Development
 
+# The browser tests drive Debian's chromium; root installs it, anyone else through sudo.
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: chromium
+chromium: ## Install Debian's chromium for the browser tests when it is missing.
+	@if [ ! -x $(CHROMIUM) ]; then \
+		echo "==> installing chromium (Debian package) for the browser tests"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; \
+	fi
+
+# Static (CGO_ENABLED=0), as in the image: `dev` pushes this binary as the creation Jobs' image.
 .PHONY: build
 build: ## Build bin/release-controller.
 	@echo "==> building bin/release-controller"
-	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/release-controller ./cmd/release-controller
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/release-controller ./cmd/release-controller
+
+# IMAGE=registry/repository:tag pushes the image index there (credentials from the Docker
+# config, as docker login or crane auth login writes it); without IMAGE, make image writes an
+# OCI image layout to bin/image/ (skopeo copy --all oci:bin/image:TAG docker://... pushes it).
+IMAGE ?=
+IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
+IMAGE_SOURCE ?= https://github.com/release-controller/release-controller
+IMAGE_BUILD := $(BIN)/image-build
+# The image's CA certificates: Mozilla's roots as golang.org/x/crypto/x509roots/fallback
+# ships them (bundle/bundle.der), pinned; see its newest version with
+# `go list -m golang.org/x/crypto/x509roots/fallback@latest`. Read from the module cache, not
+# from go.mod: the binary does not link them.
+X509ROOTS_VERSION := v0.0.0-20261030153154-30a33513ff6d
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+# Every file, configuration and history entry of the image carries the commit's time, so two
+# builds of one commit give the same digest.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+
+.PHONY: image
+image: ## Build the image (linux/amd64, linux/arm64) from static binaries; push it to IMAGE, or write bin/image/.
+	@for platform in $(IMAGE_PLATFORMS); do \
+		os=$${platform%%/*}; arch=$${platform#*/}; \
+		echo "==> go build $$platform (CGO_ENABLED=0, version $(VERSION))"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -buildid= $(LDFLAGS)" \
+			-o $(IMAGE_BUILD)/$$os-$$arch/release-controller ./cmd/release-controller; \
+	done
+	@echo "==> CA certificates: golang.org/x/crypto/x509roots/fallback@$(X509ROOTS_VERSION)"
+	@roots=$$($(GO) mod download -json golang.org/x/crypto/x509roots/fallback@$(X509ROOTS_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+	test -f "$$roots/bundle/bundle.der" || { echo "no bundle/bundle.der in golang.org/x/crypto/x509roots/fallback@$(X509ROOTS_VERSION)" >&2; exit 1; }; \
+	echo "==> image $(if $(IMAGE),$(IMAGE),bin/image/) (SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH))"; \
+	$(GO) run ./hack/image $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(IMAGE_BUILD)/$(subst /,-,$(p))/release-controller) \
+		--ca-der "$$roots/bundle/bundle.der" --version "$(VERSION)" --revision "$(REVISION)" --source "$(IMAGE_SOURCE)" \
+		--source-date-epoch "$(SOURCE_DATE_EPOCH)" $(if $(IMAGE),--push "$(IMAGE)",--layout $(BIN)/image)
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Generate deepcopy code, CRDs, RBAC and the Connect API's Go code.
@@ -126,6 +172,7 @@ $(PROTOC_GEN_CONNECT_GO):
 .PHONY: clean
 clean: ## Remove build output (keeps the control-plane binaries; use clean-all for those).
 	rm -f $(BIN)/release-controller
+	rm -rf $(IMAGE_BUILD) $(BIN)/image
 
 .PHONY: clean-all
 clean-all: ## Remove bin/ entirely.

@@ -153,3 +153,14 @@ func Get(ctx context.Context, url string) (string, error) {
 	}
 	return string(body), nil
 }
+
+// Build builds the release-controller command into path with `go build`, its output on
+// stderr, as `make build` does for users.
+func Build(path string) error {
+	build := exec.Command("go", "build", "-o", path, "github.com/release-controller/release-controller/cmd/release-controller")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("building release-controller: %w", err)
+	}
+	return nil
+}

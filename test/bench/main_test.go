@@ -24,7 +24,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -99,11 +98,7 @@ func releaseControllerBinary(b *testing.B) string {
 		}
 		builtPath = filepath.Join(builtDir, "release-controller")
 		progressf("%s is unset: building %s", binaryEnv, builtPath)
-		build := exec.Command("go", "build", "-o", builtPath, "github.com/release-controller/release-controller/cmd/release-controller")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			builtError = fmt.Errorf("building release-controller: %w", err)
-		}
+		builtError = testbinary.Build(builtPath)
 	})
 	if builtError != nil {
 		b.Fatal(builtError)

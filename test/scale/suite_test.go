@@ -14,7 +14,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -25,6 +24,7 @@ import (
 	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registry"
+	"github.com/release-controller/release-controller/internal/testbinary"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
 
@@ -48,10 +48,8 @@ func TestMain(m *testing.M) {
 			return nil, err
 		}
 		binary = filepath.Join(workDir, "bin", "release-controller")
-		build := exec.Command("go", "build", "-o", binary, "github.com/release-controller/release-controller/cmd/release-controller")
-		build.Stdout, build.Stderr = os.Stderr, os.Stderr
-		if err := build.Run(); err != nil {
-			return nil, fmt.Errorf("building release-controller: %w", err)
+		if err := testbinary.Build(binary); err != nil {
+			return nil, err
 		}
 		kubeconfig = filepath.Join(workDir, "kubeconfig")
 		if err := e.WriteKubeconfig(kubeconfig); err != nil {
