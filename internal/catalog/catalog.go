@@ -413,3 +413,15 @@ func compareNames(a, b string) int {
 	}
 	return cmp.Compare(a, b)
 }
+
+// CompareTags orders two tags as Entries are ordered: semver order, newest first.
+func CompareTags(a, b string) int {
+	var va, vb *semver.Version
+	if v, err := semver.Parse(a); err == nil {
+		va = &v
+	}
+	if v, err := semver.Parse(b); err == nil {
+		vb = &v
+	}
+	return compareVersions(va, vb, a, b)
+}

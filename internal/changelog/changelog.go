@@ -256,7 +256,7 @@ func fillRepo(ctx context.Context, repos *RepoCache, source string, ics []*Image
 		return
 	}
 	defer h.Close()
-	web, _ := repoWebURL(source)
+	web, _ := ParseWebRepo(source)
 	type result struct {
 		r   rangeResult
 		err error
@@ -300,7 +300,7 @@ func fillRepo(ctx context.Context, repos *RepoCache, source string, ics []*Image
 	}
 }
 
-func toCommit(c *object.Commit, web webRepo, source string) Commit {
+func toCommit(c *object.Commit, web WebRepo, source string) Commit {
 	subject, body := splitMessage(c.Message)
 	out := Commit{
 		SHA: c.Hash.String(), Subject: subject, Body: body, Title: subject,
@@ -312,9 +312,9 @@ func toCommit(c *object.Commit, web webRepo, source string) Commit {
 		out.Title, _ = splitMessage(body)
 	}
 	if web.base != "" {
-		out.URL = web.commitURL(out.SHA)
+		out.URL = web.CommitURL(out.SHA)
 		if out.PullRequest > 0 {
-			out.PullURL = web.pullURL(out.PullRequest)
+			out.PullURL = web.PullURL(out.PullRequest)
 		}
 	}
 	return out

@@ -116,9 +116,9 @@ func mustCommit(t *testing.T, msg, sha string) *object.Commit {
 	return &object.Commit{Hash: plumbing.NewHash(sha), Message: msg}
 }
 
-func mustWeb(t *testing.T, src string) webRepo {
+func mustWeb(t *testing.T, src string) WebRepo {
 	t.Helper()
-	w, ok := repoWebURL(src)
+	w, ok := ParseWebRepo(src)
 	if !ok {
 		t.Fatalf("no web URL for %s", src)
 	}

@@ -125,7 +125,7 @@ func (c *ChangeLog) issueURL(key string) string {
 }
 
 func (c *ChangeLog) jsonImage(ic ImageChange) JSONImage {
-	web, ok := repoWebURL(ic.Source)
+	web, ok := ParseWebRepo(ic.Source)
 	out := JSONImage{
 		Name: ic.Name, Path: ic.Source, Commit: ic.Revision, ShortCommit: short(ic.Revision),
 		Source: ic.Source, FromCommit: ic.FromRevision, MergeBase: ic.MergeBase,
@@ -141,7 +141,7 @@ func (c *ChangeLog) jsonImage(ic ImageChange) JSONImage {
 		out.FromImageRef = imageDigest(ic.FromImage)
 	}
 	if ok && ic.Revision != "" && ic.FromRevision != "" && ic.Revision != ic.FromRevision && ic.Error == "" {
-		out.FullChangeLog = web.compareURL(ic.FromRevision, ic.Revision)
+		out.FullChangeLog = web.CompareURL(ic.FromRevision, ic.Revision)
 	}
 	for _, cm := range ic.Commits {
 		jc := JSONCommit{

@@ -41,9 +41,9 @@ func (c *ChangeLog) Markdown() string {
 	section("Rebuilt images without code change", c.RebuiltImages)
 
 	for _, ic := range c.UpdatedImages {
-		web, ok := repoWebURL(ic.Source)
+		web, ok := ParseWebRepo(ic.Source)
 		if ok && ic.Revision != "" {
-			fmt.Fprintf(&b, "### [%s](%s)\n\n", ic.Name, web.treeURL(ic.Revision))
+			fmt.Fprintf(&b, "### [%s](%s)\n\n", ic.Name, web.TreeURL(ic.Revision))
 		} else {
 			fmt.Fprintf(&b, "### %s\n\n", ic.Name)
 		}
@@ -80,7 +80,7 @@ func (c *ChangeLog) Markdown() string {
 		}
 		if ic.Error == "" && ic.FromRevision != "" && ic.Revision != "" {
 			if ok {
-				fmt.Fprintf(&b, "* [Full changelog](%s)\n", web.compareURL(ic.FromRevision, ic.Revision))
+				fmt.Fprintf(&b, "* [Full changelog](%s)\n", web.CompareURL(ic.FromRevision, ic.Revision))
 			} else if ic.Source != "" {
 				fmt.Fprintf(&b, "* %s from %s to %s\n", ic.Source, short(ic.FromRevision), short(ic.Revision))
 			}
@@ -92,10 +92,10 @@ func (c *ChangeLog) Markdown() string {
 
 func imageLine(ic ImageChange) string {
 	name := ic.Name
-	if web, ok := repoWebURL(ic.Source); ok {
+	if web, ok := ParseWebRepo(ic.Source); ok {
 		name = fmt.Sprintf("[%s](%s)", ic.Name, web.base)
 		if ic.Revision != "" {
-			name += fmt.Sprintf(" git [%s](%s)", short(ic.Revision), web.commitURL(ic.Revision))
+			name += fmt.Sprintf(" git [%s](%s)", short(ic.Revision), web.CommitURL(ic.Revision))
 		}
 	} else if ic.Revision != "" {
 		name += " git " + short(ic.Revision)

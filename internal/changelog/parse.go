@@ -68,27 +68,30 @@ func splitMessage(message string) (subject, body string) {
 	return strings.TrimSpace(subject), strings.TrimSpace(body)
 }
 
-// webRepo describes how to link into a repository's web UI.
-type webRepo struct {
+// WebRepo links into a hosted repository's web pages.
+type WebRepo struct {
 	base   string // https://host/org/repo
 	gitlab bool
 }
 
-// repoWebURL turns a git source URL into the repository's https web address when it looks
+// Base is the repository's web address, https://host/org/repo.
+func (w WebRepo) Base() string { return w.base }
+
+// ParseWebRepo turns a git source URL into the repository's https web address when it looks
 // like a GitHub/GitLab-style hosted repository (https://host/org/repo[.git],
 // ssh://git@host/org/repo.git or git@host:org/repo.git). It returns false for anything else
 // (file:// URLs, bare hosts, …).
-func repoWebURL(source string) (webRepo, bool) {
+func ParseWebRepo(source string) (WebRepo, bool) {
 	s := strings.TrimSpace(source)
 	if s == "" {
-		return webRepo{}, false
+		return WebRepo{}, false
 	}
 	var host, path string
 	switch {
 	case strings.HasPrefix(s, "https://"), strings.HasPrefix(s, "http://"), strings.HasPrefix(s, "ssh://"), strings.HasPrefix(s, "git://"):
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" {
-			return webRepo{}, false
+			return WebRepo{}, false
 		}
 		host, path = u.Hostname(), u.Path
 	case !strings.Contains(s, "://") && strings.Contains(s, ":"):
@@ -99,37 +102,37 @@ func repoWebURL(source string) (webRepo, bool) {
 		}
 		host, path = h, "/"+p
 	default:
-		return webRepo{}, false
+		return WebRepo{}, false
 	}
 	path = strings.TrimSuffix(strings.TrimSuffix(path, "/"), ".git")
 	if host == "" || strings.Count(strings.Trim(path, "/"), "/") < 1 {
-		return webRepo{}, false
+		return WebRepo{}, false
 	}
-	return webRepo{base: "https://" + host + path, gitlab: strings.Contains(host, "gitlab")}, true
+	return WebRepo{base: "https://" + host + path, gitlab: strings.Contains(host, "gitlab")}, true
 }
 
-func (w webRepo) commitURL(sha string) string {
+func (w WebRepo) CommitURL(sha string) string {
 	if w.gitlab {
 		return w.base + "/-/commit/" + sha
 	}
 	return w.base + "/commit/" + sha
 }
 
-func (w webRepo) pullURL(n int) string {
+func (w WebRepo) PullURL(n int) string {
 	if w.gitlab {
 		return w.base + "/-/merge_requests/" + strconv.Itoa(n)
 	}
 	return w.base + "/pull/" + strconv.Itoa(n)
 }
 
-func (w webRepo) treeURL(sha string) string {
+func (w WebRepo) TreeURL(sha string) string {
 	if w.gitlab {
 		return w.base + "/-/tree/" + sha
 	}
 	return w.base + "/tree/" + sha
 }
 
-func (w webRepo) compareURL(from, to string) string {
+func (w WebRepo) CompareURL(from, to string) string {
 	if w.gitlab {
 		return w.base + "/-/compare/" + from + "..." + to
 	}

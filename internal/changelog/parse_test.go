@@ -70,23 +70,23 @@ func TestRepoWebURL(t *testing.T) {
 		{"", "", false, false},
 		{"/abs/path", "", false, false},
 	} {
-		w, ok := repoWebURL(tc.in)
+		w, ok := ParseWebRepo(tc.in)
 		if ok != tc.ok || w.base != tc.base || w.gitlab != tc.gitlab {
 			t.Errorf("repoWebURL(%q) = %+v, %v; want %q gitlab=%v, %v", tc.in, w, ok, tc.base, tc.gitlab, tc.ok)
 		}
 	}
-	gh, _ := repoWebURL("https://github.com/o/r")
-	if got := gh.pullURL(12); got != "https://github.com/o/r/pull/12" {
+	gh, _ := ParseWebRepo("https://github.com/o/r")
+	if got := gh.PullURL(12); got != "https://github.com/o/r/pull/12" {
 		t.Error(got)
 	}
-	if got := gh.commitURL("abc"); got != "https://github.com/o/r/commit/abc" {
+	if got := gh.CommitURL("abc"); got != "https://github.com/o/r/commit/abc" {
 		t.Error(got)
 	}
-	gl, _ := repoWebURL("https://gitlab.com/g/p")
-	if got := gl.pullURL(5); got != "https://gitlab.com/g/p/-/merge_requests/5" {
+	gl, _ := ParseWebRepo("https://gitlab.com/g/p")
+	if got := gl.PullURL(5); got != "https://gitlab.com/g/p/-/merge_requests/5" {
 		t.Error(got)
 	}
-	if got := gl.commitURL("abc"); got != "https://gitlab.com/g/p/-/commit/abc" {
+	if got := gl.CommitURL("abc"); got != "https://gitlab.com/g/p/-/commit/abc" {
 		t.Error(got)
 	}
 }

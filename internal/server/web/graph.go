@@ -1,14 +1,11 @@
 package web
 
 import (
-	"cmp"
 	"fmt"
 	"html/template"
 	"net/http"
 	"slices"
 	"strings"
-
-	"github.com/blang/semver/v4"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/catalog"
@@ -101,7 +98,7 @@ func buildGraph(s *catalog.Stream) upgradeGraph {
 			}
 		}
 	}
-	slices.SortStableFunc(g.nodes, func(a, b graphNode) int { return compareTags(a.Tag, b.Tag) })
+	slices.SortStableFunc(g.nodes, func(a, b graphNode) int { return catalog.CompareTags(a.Tag, b.Tag) })
 	if len(g.nodes) > maxGraphNodes {
 		g.omitted = len(g.nodes) - maxGraphNodes
 		g.nodes = g.nodes[:maxGraphNodes]
@@ -123,24 +120,6 @@ func buildGraph(s *catalog.Stream) upgradeGraph {
 		g.edges = append(g.edges, e)
 	}
 	return g
-}
-
-// compareTags is semver order, newest first; tags that are not versions come last, by name
-// descending (as the catalog orders payloads).
-func compareTags(a, b string) int {
-	va, errA := semver.Parse(a)
-	vb, errB := semver.Parse(b)
-	switch {
-	case errA == nil && errB == nil:
-		if n := vb.Compare(va); n != 0 {
-			return n
-		}
-	case errA == nil:
-		return -1
-	case errB == nil:
-		return 1
-	}
-	return cmp.Compare(b, a)
 }
 
 var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;")

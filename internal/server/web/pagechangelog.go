@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -150,10 +149,10 @@ func (p *site) readSources(ctx context.Context, job *componentsJob) componentsSe
 	for i, row := range job.rows {
 		if c, ok := byName[row.Name]; ok {
 			row.SourceRepo, row.Revision = c.Source, shortSHA(c.Revision)
-			if web, ok := repoWeb(c.Source); ok {
-				row.SourceURL = web.base
+			if web, ok := changelog.ParseWebRepo(c.Source); ok {
+				row.SourceURL = web.Base()
 				if c.Revision != "" {
-					row.RevisionURL = web.commit(c.Revision)
+					row.RevisionURL = web.CommitURL(c.Revision)
 				}
 			}
 		}
@@ -410,16 +409,16 @@ func imageOf(cl *changelog.ChangeLog, ic changelog.ImageChange, now time.Time) i
 		Digest: digestOf(ic.Image), FromDigest: digestOf(ic.FromImage),
 		Note: ic.Note, Error: ic.Error, ForcePushed: ic.ForcePushed, Truncated: ic.Truncated,
 	}
-	if web, ok := repoWeb(ic.Source); ok {
-		iv.RepoURL = web.base
+	if web, ok := changelog.ParseWebRepo(ic.Source); ok {
+		iv.RepoURL = web.Base()
 		if ic.Revision != "" {
-			iv.RevisionURL = web.commit(ic.Revision)
+			iv.RevisionURL = web.CommitURL(ic.Revision)
 		}
 		if ic.FromRevision != "" {
-			iv.FromRevisionURL = web.commit(ic.FromRevision)
+			iv.FromRevisionURL = web.CommitURL(ic.FromRevision)
 		}
 		if ic.Revision != "" && ic.FromRevision != "" && ic.Revision != ic.FromRevision && ic.Error == "" {
-			iv.CompareURL = web.compare(ic.FromRevision, ic.Revision)
+			iv.CompareURL = web.CompareURL(ic.FromRevision, ic.Revision)
 		}
 	}
 	for _, c := range ic.Commits {
@@ -451,55 +450,4 @@ func digestOf(pullSpec string) string {
 		return d
 	}
 	return pullSpec
-}
-
-// webRepo links into a hosted repository's web pages.
-type webRepo struct {
-	base   string
-	gitlab bool
-}
-
-// repoWeb turns a git source URL into a GitHub/GitLab-style web address, as the changelog
-// package does for its Markdown (https://host/org/repo[.git], ssh://git@host/org/repo.git,
-// git@host:org/repo.git); false for anything else (file://, bare hosts).
-func repoWeb(source string) (webRepo, bool) {
-	s := strings.TrimSpace(source)
-	var host, path string
-	switch {
-	case s == "":
-		return webRepo{}, false
-	case strings.HasPrefix(s, "https://"), strings.HasPrefix(s, "http://"), strings.HasPrefix(s, "ssh://"), strings.HasPrefix(s, "git://"):
-		u, err := url.Parse(s)
-		if err != nil || u.Host == "" {
-			return webRepo{}, false
-		}
-		host, path = u.Hostname(), u.Path
-	case !strings.Contains(s, "://") && strings.Contains(s, ":"):
-		h, rest, _ := strings.Cut(s, ":")
-		if at := strings.LastIndex(h, "@"); at >= 0 {
-			h = h[at+1:]
-		}
-		host, path = h, "/"+rest
-	default:
-		return webRepo{}, false
-	}
-	path = strings.TrimSuffix(strings.TrimSuffix(path, "/"), ".git")
-	if host == "" || strings.Count(strings.Trim(path, "/"), "/") < 1 {
-		return webRepo{}, false
-	}
-	return webRepo{base: "https://" + host + path, gitlab: strings.Contains(host, "gitlab")}, true
-}
-
-func (w webRepo) commit(sha string) string {
-	if w.gitlab {
-		return w.base + "/-/commit/" + sha
-	}
-	return w.base + "/commit/" + sha
-}
-
-func (w webRepo) compare(from, to string) string {
-	if w.gitlab {
-		return w.base + "/-/compare/" + from + "..." + to
-	}
-	return w.base + "/compare/" + from + "..." + to
 }
