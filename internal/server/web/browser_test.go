@@ -3,13 +3,10 @@ package web_test
 import (
 	"context"
 	"iter"
-	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -17,86 +14,20 @@ import (
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server/web"
+	"github.com/release-controller/release-controller/internal/testbrowser"
 )
 
-// chromiumPath is where Debian's chromium package installs the browser.
-const chromiumPath = "/usr/bin/chromium"
+// The browser helpers of internal/testbrowser, under short local names.
+func newBrowser(t *testing.T) context.Context { return testbrowser.New(t) }
 
-// browserWait bounds each browser step; steps wait for what they look for, never for a time.
-const browserWait = 60 * time.Second
-
-// ensureChromium installs Debian's chromium when it is missing. The tests run as root on the
-// project's machines; a failed install fails the test, so a missing browser is never mistaken
-// for a pass.
-func ensureChromium(t *testing.T) {
-	t.Helper()
-	if _, err := os.Stat(chromiumPath); err == nil {
-		return
-	}
-	t.Logf("%s is missing: installing Debian's chromium with apt-get", chromiumPath)
-	for _, args := range [][]string{{"update"}, {"install", "-y", "chromium"}} {
-		cmd := exec.CommandContext(t.Context(), "apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		cmd.Stdout, cmd.Stderr = t.Output(), t.Output()
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("apt-get %s failed: %v (its output is above); install chromium to run the browser tests", strings.Join(args, " "), err)
-		}
-	}
-	if _, err := os.Stat(chromiumPath); err != nil {
-		t.Fatalf("apt-get installed chromium, but %v", err)
-	}
-}
-
-// newBrowser starts headless Chromium with a fresh profile and returns a tab's context. The
-// flags keep Chromium from reaching out to the network, which this machine does not have
-// and on which Chromium would otherwise stall.
-func newBrowser(t *testing.T) context.Context {
-	t.Helper()
-	ensureChromium(t)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(t.Context(),
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true), // the tests run as root
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	t.Cleanup(cancelAlloc)
-	ctx, cancel := chromedp.NewContext(allocCtx)
-	t.Cleanup(cancel)
-	// The first action starts the browser; it must not run under a step's timeout, which
-	// would end the browser with the step.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting %s: %v", chromiumPath, err)
-	}
-	return ctx
-}
-
-// do runs browser steps, bounded by browserWait.
 func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, browserWait)
-	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
-		t.Fatalf("%s: %v", what, err)
-	}
+	testbrowser.Do(t, ctx, what, steps...)
 }
 
-// eval evaluates a JavaScript expression in the page.
 func eval[T any](t *testing.T, ctx context.Context, expression string) T {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, browserWait)
-	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expression))
-	if err != nil {
-		t.Fatalf("evaluating %s: %v", expression, err)
-	}
-	return v
+	return testbrowser.Eval[T](t, ctx, expression)
 }
 
 // badge is a type badge as the browser draws it.
@@ -203,23 +134,9 @@ func TestReleasesPageInBrowser(t *testing.T) {
 	checkConsole(t, ctx, console)
 }
 
-// checkConsole fails the test for the errors the page wrote to the console (a script error,
-// a blocked resource, a CSP violation), up to a line written now; the iterator keeps the
-// order of the messages.
 func checkConsole(t *testing.T, ctx context.Context, console iter.Seq2[chromedp.ConsoleMessage, error]) {
 	t.Helper()
-	eval[any](t, ctx, `console.log("end of test")`)
-	for m, err := range console {
-		if err != nil {
-			t.Fatalf("reading the console: %v", err)
-		}
-		if m.Text == "end of test" {
-			break
-		}
-		if m.Type == chromedp.ConsoleError || m.IsException() {
-			t.Errorf("console: %s (%s:%d)", m, m.URL, m.Line+1)
-		}
-	}
+	testbrowser.CheckConsole(t, ctx, console)
 }
 
 // An empty log shows today; today's first entry appears live.
@@ -409,10 +326,10 @@ func TestStreamPagesInBrowser(t *testing.T) {
 	checkConsole(t, ctx, console)
 }
 
-// waitFor waits until a JavaScript expression is true in the page, bounded by browserWait.
+// waitFor waits until a JavaScript expression is true in the page, bounded by testbrowser.StepWait.
 func waitFor(t *testing.T, ctx context.Context, what, expression string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, browserWait)
+	ctx, cancel := context.WithTimeout(ctx, testbrowser.StepWait)
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expression)); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
