@@ -618,7 +618,7 @@ func TestAnswersFollowTheCatalog(t *testing.T) {
 	base := serve(t, cat, osrc.Options{})
 	paths := []string{
 		"/api/v1/releasestreams/accepted", "/api/v1/releasestreams/all", "/api/v1/namespaces/ocp/releasestreams/accepted",
-		"/graph", "/graph?channel=prerelease", "/api/v1/releasestream/4-stable/tags",
+		"/graph", "/graph?channel=prerelease", "/api/v1/releasestream/4-stable/tags", "/api/v1/releasestream/4-stable/tags?phase=Accepted",
 		"/api/v1/releasestream/4-stable/latest?format=name",
 	}
 	for _, p := range paths {

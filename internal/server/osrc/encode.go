@@ -253,3 +253,42 @@ func (c *versionCache) get(version <-chan struct{}, key string, build func() []b
 	c.bodies[key] = b
 	return b
 }
+
+// snapshotCache keeps answers computed from one stream's snapshot: a stream whose payloads
+// did not change answers from memory however busy the other streams are.
+type snapshotCache struct {
+	mu      sync.Mutex
+	streams map[*catalog.Stream]map[string][]byte
+}
+
+// maxCachedStreams bounds the snapshots kept; past it the cache starts afresh.
+const maxCachedStreams = 256
+
+// get returns the answer to key for snapshot s, built once per snapshot.
+func (c *snapshotCache) get(s *catalog.Stream, key string, build func() []byte) []byte {
+	c.mu.Lock()
+	if b, ok := c.streams[s][key]; ok {
+		c.mu.Unlock()
+		return b
+	}
+	c.mu.Unlock()
+	b := build()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.streams == nil || len(c.streams) >= maxCachedStreams {
+		c.streams = map[*catalog.Stream]map[string][]byte{}
+	}
+	// A newer snapshot of the same stream replaces the older ones.
+	for old := range c.streams {
+		if old != s && old.Key() == s.Key() {
+			delete(c.streams, old)
+		}
+	}
+	bodies := c.streams[s]
+	if bodies == nil || len(bodies) >= maxCachedBodies {
+		bodies = map[string][]byte{}
+		c.streams[s] = bodies
+	}
+	bodies[key] = b
+	return b
+}

@@ -51,6 +51,8 @@ type handler struct {
 	artifacts string
 	// cache keeps the answers read from the whole catalog (graph, releasestreams).
 	cache versionCache
+	// streamCache keeps the answers read from one stream (tags).
+	streamCache snapshotCache
 }
 
 // Register adds the OSRC routes to s, reading streams and payloads from cat.

@@ -131,7 +131,8 @@ func (h *handler) tags(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	keep := func(e catalog.Entry) bool { return len(filter) == 0 || slices.Contains(filter, string(e.Phase())) }
-	writePooled(w, "application/json", func(dst []byte) []byte { return h.encodeTags(dst, s, keep) })
+	body := h.streamCache.get(s, "tags?"+strings.Join(filter, ","), func() []byte { return h.encodeTags(nil, s, keep) })
+	writeBody(w, "application/json", body)
 }
 
 // candidate is OSRC's ReleasePromoteJobParameters.
