@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/stream"
 )
@@ -32,10 +33,14 @@ const (
 	readPageRequests     = 200
 )
 
-// BenchmarkShippedAPI measures `release-controller api --kubeconfig FILE` as shipped, serving
-// 10,000 payloads in 10 streams (BENCH_API_PAYLOADS sets the total) from its informer caches:
-// latency of the REST routes scripts call most and of the stream and release pages, over
-// loopback, one request at a time; and the memory its caches hold per payload.
+// BenchmarkShippedAPI measures `release-controller api --kubeconfig FILE --changelog-cache-dir
+// DIR` as shipped, serving 10,000 payloads in 10 streams (BENCH_API_PAYLOADS sets the total)
+// from its informer caches: latency of the REST routes scripts call most and of the stream and
+// release pages, over loopback, one request at a time; the memory its caches hold per payload;
+// and the latency of a cached changelog (release info with it, /changelog as JSON, the payload
+// page with it) between two consecutive accepted payloads of the first stream (its two newest
+// at the default size), whose payload images are built into the embedded registry from
+// components of a local git repository.
 func BenchmarkShippedAPI(b *testing.B) {
 	n := envInt(b, "BENCH_API_PAYLOADS", 10000)
 	binary := releaseControllerBinary(b)
@@ -51,13 +56,19 @@ func runShippedAPI(b *testing.B, binary string, n int) {
 	n = perStream * readStreams
 	progressf("shipped api: %d streams x %d payloads x %d verifications; binary %s", readStreams, perStream, readVerifications, binary)
 
+	reg, err := registry.Start(ctx, registry.Options{Dir: filepath.Join(dir, "registry")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer reg.Close()
 	env, kubeconfig := startAPIServer(b, dir)
 	defer stopAPIServer(env)
 	createNamespace(b, env, releaselog.DefaultNamespace)
 	createNamespace(b, env, readNamespace)
 
 	listen := freeAddr(b)
-	api := startProcess(b, binary, filepath.Join(dir, "api.log"), "api", "--kubeconfig", kubeconfig, "--listen", listen)
+	api := startProcess(b, binary, filepath.Join(dir, "api.log"), "api", "--kubeconfig", kubeconfig, "--listen", listen,
+		"--changelog-cache-dir", filepath.Join(dir, "changelog-cache"))
 	defer api.stop()
 	base := "http://" + listen
 	waitServing(b, api, base+"/healthz")
@@ -85,13 +96,19 @@ func runShippedAPI(b *testing.B, binary string, n int) {
 	for i := range tags {
 		tags[i] = fmt.Sprintf("%s-2026-11-%02d-%06d", streams[i%readStreams], 1+(i/readStreams)/100, (i/readStreams)%100)
 	}
+	// The payloads of the changelog: two of the first stream, the newer one's previous
+	// accepted payload the older one.
+	olderIndex, newerIndex := changeLogPair(b, perStream)
+	olderTag, newerTag := tags[olderIndex*readStreams], tags[newerIndex*readStreams]
+	fixture := buildChangeLogPayloads(b, reg.Addr(), dir, streams[0], olderTag, newerTag)
+	built := map[string]*builtPayload{olderTag: &fixture.older, newerTag: &fixture.newer}
 	parallel(b, api, n, setupWorkers, func(i int) error {
 		streamName, index := streams[i%readStreams], i/readStreams
 		previous := ""
 		if index > 0 {
 			previous = tags[i-readStreams]
 		}
-		return createReadPayload(ctx, env.Client, streamName, tags[i], previous, index)
+		return createReadPayload(ctx, env.Client, streamName, tags[i], previous, index, built[tags[i]])
 	})
 	for i, s := range streams {
 		if err := createUpgradeGraph(ctx, env.Client, s, tags, i); err != nil {
@@ -108,11 +125,29 @@ func runShippedAPI(b *testing.B, binary string, n int) {
 
 	client := &http.Client{Timeout: time.Minute}
 	mid := func(i int) string { return tags[(perStream/2)*readStreams+i%readStreams] }
-	routes := []struct {
+	type route struct {
 		name     string
 		requests int
 		path     func(i int) string
-	}{
+	}
+	fields := []any{"payloads", n, "streams", readStreams, "verifications", readVerifications}
+	measure := func(routes []route) {
+		for _, r := range routes {
+			durations := make([]time.Duration, r.requests)
+			for i := range r.requests {
+				start := time.Now()
+				status, err := fetch(client, base+r.path(i))
+				durations[i] = time.Since(start)
+				if err != nil || status != http.StatusOK {
+					b.Fatalf("GET %s: %d %v; the end of the api log:\n%s", r.path(i), status, err, api.Tail(20))
+				}
+			}
+			slices.Sort(durations)
+			fields = append(fields, r.name+"_p50_ms", ms(percentile(durations, 50)), r.name+"_p99_ms", ms(percentile(durations, 99)))
+			b.ReportMetric(float64(percentile(durations, 99).Microseconds())/1000, r.name+"-p99-ms")
+		}
+	}
+	measure([]route{
 		{"latest", readRequestsPerRoute, func(i int) string {
 			return "/api/v1/releasestream/" + streams[i%readStreams] + "/latest"
 		}},
@@ -132,22 +167,24 @@ func runShippedAPI(b *testing.B, binary string, n int) {
 		{"release_page", readPageRequests, func(i int) string {
 			return "/releasestream/" + streams[i%readStreams] + "/release/" + mid(i)
 		}},
-	}
-	fields := []any{"payloads", n, "streams", readStreams, "verifications", readVerifications}
-	for _, r := range routes {
-		durations := make([]time.Duration, r.requests)
-		for i := range r.requests {
-			start := time.Now()
-			status, err := fetch(client, base+r.path(i))
-			durations[i] = time.Since(start)
-			if err != nil || status != http.StatusOK {
-				b.Fatalf("GET %s: %d %v; the end of the api log:\n%s", r.path(i), status, err, api.Tail(20))
-			}
-		}
-		slices.Sort(durations)
-		fields = append(fields, r.name+"_p50_ms", ms(percentile(durations, 50)), r.name+"_p99_ms", ms(percentile(durations, 99)))
-		b.ReportMetric(float64(percentile(durations, 99).Microseconds())/1000, r.name+"-p99-ms")
-	}
+	})
+
+	// The changelog: computed once (cloning the repository, reading both payload images),
+	// then served from the api's cache.
+	first := warmChangeLog(b, api, client, base, streams[0], newerTag, fixture)
+	progressf("the first changelog of %s took %s", newerTag, first.Round(time.Millisecond))
+	releasePage := "/releasestream/" + streams[0] + "/release/" + newerTag
+	checkChangeLogPage(b, client, base+releasePage)
+	measure([]route{
+		{"release_info_changelog", readRequestsPerRoute, func(int) string {
+			return "/api/v1/releasestream/" + streams[0] + "/release/" + newerTag
+		}},
+		{"changelog_json", readRequestsPerRoute, func(int) string {
+			return "/changelog?from=" + url.QueryEscape(olderTag) + "&to=" + url.QueryEscape(newerTag) + "&format=json"
+		}},
+		{"release_page_changelog", readPageRequests, func(int) string { return releasePage }},
+	})
+	fields = append(fields, "changelog_first_ms", first.Milliseconds())
 	perPayloadKB := float64(rssAfter-rssBefore) / float64(n)
 	fields = append(fields, "rss_mb", rssAfter/1024, "kb_per_payload", fmt.Sprintf("%.1f", perPayloadKB))
 	benchLine("shipped-api", fields...)
@@ -213,8 +250,8 @@ func waitAllTags(b *testing.B, p *process, base string, streams []string, perStr
 
 // createReadPayload creates a payload and gives it a finished status: created, verified by
 // readVerifications runs (the first an upgrade from previous), accepted or (every seventh)
-// rejected.
-func createReadPayload(ctx context.Context, c client.Client, streamName, tag, previous string, index int) error {
+// rejected. A payload built (not nil) has its components and its payload image.
+func createReadPayload(ctx context.Context, c client.Client, streamName, tag, previous string, index int, built *builtPayload) error {
 	verifications := make([]v1alpha1.Verification, readVerifications)
 	for j := range verifications {
 		verifications[j] = jobVerification(fmt.Sprintf("e2e-%d", j))
@@ -222,6 +259,10 @@ func createReadPayload(ctx context.Context, c client.Client, streamName, tag, pr
 	p := newPayload(readNamespace, tag, verifications...)
 	p.Labels = map[string]string{v1alpha1.LabelStream: streamName}
 	p.Spec.PayloadCoordinates.Stream = streamName
+	if built != nil {
+		p.Spec.Components = built.components
+		p.Spec.PayloadCreationConfig.Repository = built.repository
+	}
 	if err := c.Create(ctx, p); err != nil {
 		return fmt.Errorf("creating payload %s: %w", tag, err)
 	}
@@ -237,6 +278,9 @@ func createReadPayload(ctx context.Context, c client.Client, streamName, tag, pr
 			{Type: verdict, Status: metav1.ConditionTrue, Reason: string(phase), Message: "verifications finished", LastTransitionTime: now},
 		},
 		ReleaseCreationJobResult: v1alpha1.ReleaseCreationJobResult{Namespace: readNamespace, Name: stream.CreationJobName(tag), Status: v1alpha1.CreationJobSuccess},
+	}
+	if built != nil {
+		p.Status.PayloadImage = built.image
 	}
 	for j, v := range verifications {
 		state := v1alpha1.JobSuccess
