@@ -59,7 +59,7 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so that only one replica reconciles")
 	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease; default: the pod's namespace, or \"default\" outside a cluster")
 	f.StringVar(&opts.Namespace, "namespace", "", "only watch this namespace; default: all namespaces")
-	f.DurationVar(&opts.JobEventDelay, "job-event-delay", opts.JobEventDelay, "update a payload once its jobs have been quiet this long (at most 10 times this after the first change), so jobs changing together are written at once")
+	f.DurationVar(&opts.JobEventDelay, "job-event-delay", opts.JobEventDelay, "reconcile a payload this long after a job event: a verdict is written then, the rest of its status once its jobs have been quiet 5 times this (at most 50 times this after the first change), so jobs changing together are written at once")
 	f.IntVar(&opts.PayloadWorkers, "payload-workers", opts.PayloadWorkers, "how many payloads are reconciled at once")
 	f.DurationVar(&opts.ImportInterval, "import-interval", opts.ImportInterval, "how often components followed by tag are resolved again")
 	f.DurationVar(&opts.RetryBackoff.Base, "retry-backoff", opts.RetryBackoff.Base, "wait before retrying a failed verification run; doubles with each further failure")

@@ -160,15 +160,25 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if !prowJobs {
 		log.Info("prow.k8s.io/v1 ProwJob is not served by this cluster; ProwJob verifications are not watched (restart after installing Prow's CRD)")
 	}
-	if err := payload.IndexJobs(ctx, mgr.GetFieldIndexer(), prowJobs); err != nil {
+	// The controllers keep a small record of each of their jobs, not the manager's cached Jobs
+	// and ProwJobs (see payload.JobCache); the manager's caches of those stay for whoever reads
+	// whole jobs (the dev job runner), and are only filled when someone does.
+	jobs, err := payload.NewJobCache(mgr, payload.JobCacheOptions{Namespace: opts.Namespace, Selector: ownJobs(), ProwJobs: prowJobs})
+	if err != nil {
 		return err
 	}
-	payloads := &payload.Reconciler{Client: mgr.GetClient(), WatchProwJobs: prowJobs, JobEventDelay: opts.JobEventDelay, Workers: opts.PayloadWorkers}
+	if err := mgr.Add(jobs); err != nil {
+		return err
+	}
+	if err := payload.IndexPods(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	payloads := &payload.Reconciler{Client: mgr.GetClient(), Jobs: jobs, JobEventDelay: opts.JobEventDelay, Workers: opts.PayloadWorkers}
 	if err := payloads.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the payload controller: %w", err)
 	}
 	streams := &stream.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Registry: opts.Registry, WatchProwJobs: prowJobs,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Jobs: jobs, Registry: opts.Registry, WatchProwJobs: prowJobs,
 		ImportInterval: opts.ImportInterval, RetryBackoff: opts.RetryBackoff,
 		BuildImage: opts.BuildImage, BuildServiceAccount: opts.BuildServiceAccount,
 	}

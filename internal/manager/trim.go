@@ -12,11 +12,14 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 )
 
-// The caches hold every payload's jobs for as long as they live: thousands of objects whose
-// pod templates, managed fields and last-applied annotations nobody here reads. The transforms
-// below drop them before an object is stored, so memory grows with what the controllers use.
-// Writes are merge patches of single fields (status, an annotation), so a trimmed cached copy
-// never sends the dropped fields back as deletions.
+// The caches hold every payload and its jobs for as long as they live: thousands of objects
+// whose pod templates, managed fields and last-applied annotations nobody here reads. The
+// transforms below drop them before an object is stored, so memory grows with what the
+// controllers use. Writes are merge patches of single fields (status, an annotation), so a
+// trimmed cached copy never sends the dropped fields back as deletions. (The payload and stream
+// controllers read their Jobs and ProwJobs from payload.JobCache, which keeps a small record of
+// each; the manager's caches of whole jobs are filled only for whoever reads them, the dev job
+// runner.)
 
 // lastApplied is kubectl apply's copy of the whole object, as large as the object itself.
 const lastApplied = corev1.LastAppliedConfigAnnotation
@@ -30,7 +33,7 @@ func trimMeta(obj any) {
 		return
 	}
 	m.SetManagedFields(nil)
-	m.SetNamespace(unique.Make(m.GetNamespace()).Value())
+	m.SetNamespace(intern(m.GetNamespace()))
 	m.SetLabels(internMap(m.GetLabels()))
 	annotations := m.GetAnnotations()
 	delete(annotations, lastApplied)
@@ -44,7 +47,7 @@ func internMap(m map[string]string) map[string]string {
 	}
 	interned := make(map[string]string, len(m))
 	for k, v := range m {
-		interned[unique.Make(k).Value()] = unique.Make(v).Value()
+		interned[intern(k)] = intern(v)
 	}
 	return interned
 }
@@ -55,7 +58,7 @@ func trimObject(obj any) (any, error) {
 	return obj, nil
 }
 
-// trimJob keeps what the controllers and the dev job runner read of a Job: metadata, status,
+// trimJob keeps what the dev job runner reads of a Job: metadata, status,
 // and the spec fields that say whether it runs (suspend, managedBy, limits); the pod template
 // goes (the runner reads it from the API server before it starts a pod).
 func trimJob(obj any) (any, error) {
@@ -95,6 +98,11 @@ func trimPod(obj any) (any, error) {
 // read on every job change, but its templates only when a run is launched, and the stream
 // controller reads them from the API server then. Even an empty Job template is over a
 // kilobyte, so the backends go whole: cached payloads have neither Job nor ProwJob set.
+//
+// What stays is compacted: every payload repeats the words of its stream's configuration and
+// of its status (verification names, states, kinds, condition reasons and messages, component
+// images), which are shared instead of kept once per payload, and the lists are stored at
+// their length (the decoder leaves them up to twice as long).
 func trimPayload(obj any) (any, error) {
 	trimMeta(obj)
 	if p, ok := obj.(*v1alpha1.ReleasePayload); ok {
@@ -102,8 +110,69 @@ func trimPayload(obj any) (any, error) {
 			v := &p.Spec.PayloadVerificationConfig.Verifications[i]
 			v.Job, v.ProwJob = nil, nil
 		}
+		compactPayload(p)
 	}
 	return obj, nil
+}
+
+// compactPayload shares the repeated strings of a payload and trims its lists to their length.
+// Names unique to the payload (its tag, its runs' names and URLs, its image) are left alone.
+func compactPayload(p *v1alpha1.ReleasePayload) {
+	spec := &p.Spec
+	if spec.PayloadCoordinates.Tag == p.Name {
+		spec.PayloadCoordinates.Tag = p.Name
+	}
+	spec.PayloadCoordinates.Stream = intern(spec.PayloadCoordinates.Stream)
+	spec.Components = exact(spec.Components)
+	for i := range spec.Components {
+		c := &spec.Components[i]
+		c.Name, c.Image, c.Source = intern(c.Name), intern(c.Image), intern(c.Source)
+	}
+	spec.PayloadCreationConfig.Repository = intern(spec.PayloadCreationConfig.Repository)
+	spec.PayloadCreationConfig.MirrorRepository = intern(spec.PayloadCreationConfig.MirrorRepository)
+	spec.PayloadVerificationConfig.Verifications = exact(spec.PayloadVerificationConfig.Verifications)
+	for i := range spec.PayloadVerificationConfig.Verifications {
+		v := &spec.PayloadVerificationConfig.Verifications[i]
+		v.Name, v.Type, v.UpgradeFrom = intern(v.Name), intern(v.Type), intern(v.UpgradeFrom)
+	}
+
+	status := &p.Status
+	status.Phase = intern(status.Phase)
+	status.Conditions = exact(status.Conditions)
+	for i := range status.Conditions {
+		c := &status.Conditions[i]
+		c.Type, c.Status, c.Reason, c.Message = intern(c.Type), intern(c.Status), intern(c.Reason), intern(c.Message)
+	}
+	result := &status.ReleaseCreationJobResult
+	result.Namespace, result.Status, result.Message = intern(result.Namespace), intern(result.Status), intern(result.Message)
+	status.Verifications = exact(status.Verifications)
+	for i := range status.Verifications {
+		v := &status.Verifications[i]
+		v.Name, v.Type, v.UpgradeFrom = intern(v.Name), intern(v.Type), intern(v.UpgradeFrom)
+		v.State, v.Message = intern(v.State), intern(v.Message)
+		v.Runs = exact(v.Runs)
+		for j := range v.Runs {
+			r := &v.Runs[j]
+			r.Kind, r.Namespace, r.State = intern(r.Kind), intern(r.Namespace), intern(r.State)
+			r.UpgradeFrom, r.Message = intern(r.UpgradeFrom), intern(r.Message)
+		}
+	}
+}
+
+// intern returns s, sharing its bytes with every other interned copy of it.
+func intern[S ~string](s S) S {
+	if s == "" {
+		return s
+	}
+	return S(unique.Make(string(s)).Value())
+}
+
+// exact returns s stored at its length; nil stays nil.
+func exact[T any](s []T) []T {
+	if cap(s) == len(s) {
+		return s
+	}
+	return append(make([]T, 0, len(s)), s...)
 }
 
 var (

@@ -1,7 +1,9 @@
 package manager
 
 import (
+	"encoding/json"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
@@ -109,5 +111,77 @@ func TestTrim(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCompactPayload: compacting changes no value of a payload; the words payloads repeat are
+// stored once and the lists at their length.
+func TestCompactPayload(t *testing.T) {
+	now := metav1.Now()
+	newPayload := func(tag string) *v1alpha1.ReleasePayload {
+		verifications := make([]v1alpha1.Verification, 0, 8)
+		verifications = append(verifications, v1alpha1.Verification{Name: "e2e"}, v1alpha1.Verification{Name: "upgrade", UpgradeFrom: v1alpha1.UpgradeFromPrevious})
+		statuses := make([]v1alpha1.VerificationStatus, 0, 4)
+		statuses = append(statuses, v1alpha1.VerificationStatus{
+			Name: "e2e", Type: v1alpha1.Blocking, State: v1alpha1.JobPending, Message: "running",
+			Runs: []v1alpha1.JobRun{{Kind: v1alpha1.RunKindJob, Namespace: "ci", Name: tag + "-e2e", Attempt: 1, State: v1alpha1.JobPending, URL: "https://ci/" + tag, StartTime: &now}},
+		})
+		return &v1alpha1.ReleasePayload{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "release", Name: tag},
+			Spec: v1alpha1.ReleasePayloadSpec{
+				PayloadCoordinates:        v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: tag},
+				Components:                []v1alpha1.PinnedComponent{{Name: "api", Image: "registry/api@sha256:1", Source: "registry/api:latest"}},
+				PayloadCreationConfig:     v1alpha1.PayloadCreationConfig{Repository: "registry/release"},
+				PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{Verifications: verifications},
+			},
+			Status: v1alpha1.ReleasePayloadStatus{
+				Phase:                    v1alpha1.PhaseReady,
+				Conditions:               []metav1.Condition{{Type: v1alpha1.ConditionPayloadAccepted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonBlockingJobsPending, Message: "waiting for blocking jobs: e2e", LastTransitionTime: now}},
+				ReleaseCreationJobResult: v1alpha1.ReleaseCreationJobResult{Namespace: "ci", Name: "create-" + tag, Status: v1alpha1.CreationJobSuccess, Message: "the payload image was built"},
+				PayloadImage:             "registry/release@sha256:" + tag,
+				Verifications:            statuses,
+			},
+		}
+	}
+	// Decoded copies: the strings of a and b are separate until compacted.
+	clone := func(p *v1alpha1.ReleasePayload) *v1alpha1.ReleasePayload {
+		data, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out v1alpha1.ReleasePayload
+		if err := json.Unmarshal(data, &out); err != nil {
+			t.Fatal(err)
+		}
+		out.Spec.PayloadVerificationConfig.Verifications = append(make([]v1alpha1.Verification, 0, 8), out.Spec.PayloadVerificationConfig.Verifications...)
+		return &out
+	}
+	a, b := clone(newPayload("4.15.0-1")), clone(newPayload("4.15.0-2"))
+	want := a.DeepCopy()
+	if _, err := trimPayload(a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trimPayload(b); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, a); diff != "" {
+		t.Errorf("compacting changed the payload (-want +got):\n%s", diff)
+	}
+	same := func(what string, x, y string) {
+		t.Helper()
+		if unsafe.StringData(x) != unsafe.StringData(y) {
+			t.Errorf("%s %q is stored twice", what, x)
+		}
+	}
+	same("stream", a.Spec.PayloadCoordinates.Stream, b.Spec.PayloadCoordinates.Stream)
+	same("component image", a.Spec.Components[0].Image, b.Spec.Components[0].Image)
+	same("verification name", a.Spec.PayloadVerificationConfig.Verifications[1].Name, b.Spec.PayloadVerificationConfig.Verifications[1].Name)
+	same("condition message", a.Status.Conditions[0].Message, b.Status.Conditions[0].Message)
+	same("creation message", a.Status.ReleaseCreationJobResult.Message, b.Status.ReleaseCreationJobResult.Message)
+	same("verification message", a.Status.Verifications[0].Message, b.Status.Verifications[0].Message)
+	same("run namespace", a.Status.Verifications[0].Runs[0].Namespace, b.Status.Verifications[0].Runs[0].Namespace)
+	same("tag and name", a.Spec.PayloadCoordinates.Tag, a.Name)
+	if v := a.Spec.PayloadVerificationConfig.Verifications; cap(v) != len(v) {
+		t.Errorf("verifications stored with room for %d, hold %d", cap(v), len(v))
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -22,23 +21,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
 )
 
-// IndexPayloadKey indexes Jobs and ProwJobs by the PayloadKey of the payload they belong to.
-const IndexPayloadKey = "release-controller.dev/payload-key"
-
 // DefaultJobEventDelay is how long job events wait before the payload is reconciled, so that
-// the results of jobs finishing together are written in one status update.
+// the results of jobs finishing together are written in one status update (see settle.go).
 const DefaultJobEventDelay = 200 * time.Millisecond
 
 // Reconciler keeps a ReleasePayload's status in step with its creation and verification jobs.
 type Reconciler struct {
 	client.Client
+	// Jobs holds the payloads' Jobs and ProwJobs.
+	Jobs  *JobCache
 	Clock clock.PassiveClock
-	// WatchProwJobs is set when the cluster serves prow.k8s.io/v1 ProwJobs.
-	WatchProwJobs bool
 	// JobEventDelay batches job events; zero uses DefaultJobEventDelay.
 	JobEventDelay time.Duration
 	// Workers is how many payloads are reconciled at once; zero uses DefaultWorkers.
@@ -61,7 +56,7 @@ const DefaultWorkers = 8
 // once, only when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	now := r.Clock.Now()
-	wait := r.bursts.wait(req.NamespacedName, now, r.JobEventDelay, MaxJobEventDelayFactor*r.JobEventDelay)
+	wait := r.bursts.wait(req.NamespacedName, now, SettleQuietFactor*r.JobEventDelay, MaxJobEventDelayFactor*r.JobEventDelay)
 	var payload v1alpha1.ReleasePayload
 	if err := r.Get(ctx, req.NamespacedName, &payload); err != nil {
 		r.bursts.end(req.NamespacedName)
@@ -95,72 +90,51 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, nil
 }
 
-// observe lists the payload's jobs from the cache through the payload-key index.
+// observe reads the payload's jobs from the job cache, and its creation jobs' pods from the
+// manager's cache through the payload-key index.
 func (r *Reconciler) observe(ctx context.Context, payload *v1alpha1.ReleasePayload) (Observations, error) {
-	key := client.MatchingFields{IndexPayloadKey: PayloadKey(payload.Namespace, payload.Name)}
 	var obs Observations
-	var jobs batchv1.JobList
-	if err := r.List(ctx, &jobs, key); err != nil {
+	records, err := r.Jobs.ByPayload(ctx, payload.Namespace, payload.Name)
+	if err != nil {
 		return obs, fmt.Errorf("listing jobs of payload %s/%s: %w", payload.Namespace, payload.Name, err)
 	}
-	for i := range jobs.Items {
-		job := &jobs.Items[i]
-		switch job.Labels[v1alpha1.LabelJobType] {
-		case v1alpha1.JobTypeCreation:
-			obs.CreationJobs = append(obs.CreationJobs, *job)
-		case v1alpha1.JobTypeVerification:
-			if run, ok := ObserveJob(job); ok {
+	for _, rec := range records {
+		switch {
+		case rec.Kind == v1alpha1.RunKindJob && rec.JobType == v1alpha1.JobTypeCreation:
+			obs.CreationJobs = append(obs.CreationJobs, rec.CreationJob())
+		case rec.JobType == v1alpha1.JobTypeVerification:
+			if run, ok := rec.Run(); ok {
 				obs.Runs = append(obs.Runs, run)
 			}
 		}
 	}
 	if len(obs.CreationJobs) > 0 {
 		var pods corev1.PodList
+		key := client.MatchingFields{IndexPayloadKey: PayloadKey(payload.Namespace, payload.Name)}
 		if err := r.List(ctx, &pods, key); err != nil {
 			return obs, fmt.Errorf("listing pods of payload %s/%s: %w", payload.Namespace, payload.Name, err)
 		}
 		obs.CreationPods = pods.Items
 	}
-	if !r.WatchProwJobs {
-		return obs, nil
-	}
-	var prowJobs prowv1.ProwJobList
-	if err := r.List(ctx, &prowJobs, key); err != nil {
-		return obs, fmt.Errorf("listing prowjobs of payload %s/%s: %w", payload.Namespace, payload.Name, err)
-	}
-	for i := range prowJobs.Items {
-		if run, ok := ObserveProwJob(&prowJobs.Items[i]); ok {
-			obs.Runs = append(obs.Runs, run)
-		}
-	}
 	return obs, nil
 }
 
-// IndexJobs indexes Jobs (and ProwJobs, when served) by IndexPayloadKey. The payload and the
-// stream controllers both read through the index; it is registered once per manager.
-func IndexJobs(ctx context.Context, indexer client.FieldIndexer, prowJobs bool) error {
-	indexPayloadKey := func(obj client.Object) []string {
+// IndexPods indexes the manager's cached Pods by IndexPayloadKey: creation jobs' pods carry
+// their job's labels and say why a build failed. It is registered once per manager.
+func IndexPods(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPayloadKey, func(obj client.Object) []string {
 		if key := PayloadKeyOfJob(obj); key != "" {
 			return []string{key}
 		}
 		return nil
-	}
-	if err := indexer.IndexField(ctx, &batchv1.Job{}, IndexPayloadKey, indexPayloadKey); err != nil {
-		return fmt.Errorf("indexing jobs: %w", err)
-	}
-	// Creation jobs' pods carry the same labels; they say why a build failed.
-	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPayloadKey, indexPayloadKey); err != nil {
+	}); err != nil {
 		return fmt.Errorf("indexing pods: %w", err)
-	}
-	if prowJobs {
-		if err := indexer.IndexField(ctx, &prowv1.ProwJob{}, IndexPayloadKey, indexPayloadKey); err != nil {
-			return fmt.Errorf("indexing prowjobs: %w", err)
-		}
 	}
 	return nil
 }
 
-// SetupWithManager registers the controller; IndexJobs must have been called on mgr.
+// SetupWithManager registers the controller; IndexPods must have been called on mgr, and
+// r.Jobs added to it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -171,30 +145,60 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Workers == 0 {
 		r.Workers = DefaultWorkers
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
+	return ctrl.NewControllerManagedBy(mgr).
 		Named("releasepayload").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
-		For(&v1alpha1.ReleasePayload{}, builder.WithPredicates(ignoreStatusOnlyUpdates{})).
-		Watches(&batchv1.Job{}, r.jobEvents()).
-		Watches(&corev1.Pod{}, r.jobEvents())
-	if r.WatchProwJobs {
-		b = b.Watches(&prowv1.ProwJob{}, r.jobEvents())
-	}
-	return b.Complete(r)
+		Watches(&v1alpha1.ReleasePayload{}, r.payloadEvents(), builder.WithPredicates(ignoreStatusOnlyUpdates{})).
+		WatchesRawSource(r.Jobs.Source(func(rec *JobRecord, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r.jobEvent(rec.PayloadKey, q)
+		})).
+		Watches(&corev1.Pod{}, r.jobEvents()).
+		Complete(r)
 }
 
-// jobEvents enqueues a job's payload after JobEventDelay and notes the event, so that the
+// jobEvent enqueues the payload with key after JobEventDelay and notes the event, so that the
 // reconcile waits until the payload's jobs are quiet (see SettleWait).
+func (r *Reconciler) jobEvent(key string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if key == "" {
+		return
+	}
+	namespace, name, _ := strings.Cut(key, "/")
+	payload := types.NamespacedName{Namespace: namespace, Name: name}
+	r.bursts.event(payload, r.Clock.Now())
+	q.AddAfter(reconcile.Request{NamespacedName: payload}, r.JobEventDelay)
+}
+
+// payloadEvents enqueues a payload on its events; a new payload's creation is handled as a
+// job event (see OpensBurst).
+func (r *Reconciler) payloadEvents() handler.EventHandler {
+	enqueue := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if p, ok := e.Object.(*v1alpha1.ReleasePayload); ok && OpensBurst(&p.Status) {
+				r.jobEvent(PayloadKey(p.Namespace, p.Name), q)
+				return
+			}
+			enqueue(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, q)
+		},
+	}
+}
+
+// jobEvents handles events of objects labelled as a payload's jobs (a creation job's pods)
+// as jobEvent does.
 func (r *Reconciler) jobEvents() handler.EventHandler {
 	enqueue := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		key := PayloadKeyOfJob(obj)
-		if key == "" {
-			return
-		}
-		namespace, name, _ := strings.Cut(key, "/")
-		payload := types.NamespacedName{Namespace: namespace, Name: name}
-		r.bursts.event(payload, r.Clock.Now())
-		q.AddAfter(reconcile.Request{NamespacedName: payload}, r.JobEventDelay)
+		r.jobEvent(PayloadKeyOfJob(obj), q)
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -15,7 +15,9 @@ import (
 
 // Observations are the objects a payload's status is computed from, read from the cache.
 type Observations struct {
-	// CreationJobs are the batch/v1 Jobs labelled as the payload's creation job.
+	// CreationJobs are the batch/v1 Jobs labelled as the payload's creation job; the
+	// controller rebuilds from the job cache what CreationResult reads of them
+	// (JobRecord.CreationJob).
 	CreationJobs []batchv1.Job
 	// CreationPods are the pods of those jobs, which say why a build failed.
 	CreationPods []corev1.Pod
@@ -52,59 +54,12 @@ func PayloadKeyOfJob(obj metav1.Object) string {
 
 // ObserveJob turns a verification Job into a run; ok is false for jobs that are not verification runs.
 func ObserveJob(job *batchv1.Job) (ObservedRun, bool) {
-	verification, ok := verificationOf(job)
-	if !ok {
-		return ObservedRun{}, false
-	}
-	state, message, completed := jobOutcome(job)
-	run := v1alpha1.JobRun{
-		Kind:           v1alpha1.RunKindJob,
-		Namespace:      job.Namespace,
-		Name:           job.Name,
-		Attempt:        attemptOf(job),
-		State:          state,
-		UpgradeFrom:    job.Annotations[v1alpha1.AnnotationUpgradeFrom],
-		URL:            job.Annotations[v1alpha1.AnnotationURL],
-		Message:        message,
-		StartTime:      job.Status.StartTime,
-		CompletionTime: completed,
-	}
-	return ObservedRun{Verification: verification, Run: run}, true
+	return RecordOfJob(job).Run()
 }
 
 // ObserveProwJob turns a verification ProwJob into a run; ok is false for other ProwJobs.
 func ObserveProwJob(pj *prowv1.ProwJob) (ObservedRun, bool) {
-	verification, ok := verificationOf(pj)
-	if !ok {
-		return ObservedRun{}, false
-	}
-	var start *metav1.Time
-	if !pj.Status.StartTime.IsZero() {
-		start = &pj.Status.StartTime
-	}
-	url := pj.Status.URL
-	if url == "" {
-		url = pj.Annotations[v1alpha1.AnnotationURL]
-	}
-	run := v1alpha1.JobRun{
-		Kind:           v1alpha1.RunKindProwJob,
-		Namespace:      pj.Namespace,
-		Name:           pj.Name,
-		Attempt:        attemptOf(pj),
-		State:          prowJobState(pj.Status.State),
-		UpgradeFrom:    pj.Annotations[v1alpha1.AnnotationUpgradeFrom],
-		URL:            url,
-		Message:        pj.Status.Description,
-		StartTime:      start,
-		CompletionTime: pj.Status.CompletionTime,
-	}
-	return ObservedRun{Verification: verification, Run: run}, true
-}
-
-func verificationOf(obj metav1.Object) (string, bool) {
-	labels := obj.GetLabels()
-	name := labels[v1alpha1.LabelVerify]
-	return name, labels[v1alpha1.LabelJobType] == v1alpha1.JobTypeVerification && name != ""
+	return RecordOfProwJob(pj).Run()
 }
 
 // attemptOf reads the run number; a missing or malformed annotation counts as the first attempt.

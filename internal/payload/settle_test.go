@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
@@ -77,5 +78,25 @@ func TestWriteBeforeSettled(t *testing.T) {
 		if got := WriteBeforeSettled(tt.old, tt.computed); got != tt.want {
 			t.Errorf("WriteBeforeSettled(%q, %q) = %v, want %v", tt.old, tt.computed, got, tt.want)
 		}
+	}
+}
+
+func TestOpensBurst(t *testing.T) {
+	tests := []struct {
+		name   string
+		status v1alpha1.ReleasePayloadStatus
+		want   bool
+	}{
+		{"new payload: its first status waits for its jobs", v1alpha1.ReleasePayloadStatus{}, true},
+		{"status written before (a restart): at once", v1alpha1.ReleasePayloadStatus{Phase: v1alpha1.PhasePending}, false},
+		{"verdict written before: at once", v1alpha1.ReleasePayloadStatus{Phase: v1alpha1.PhaseAccepted}, false},
+		{"conditions without a phase: at once", v1alpha1.ReleasePayloadStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionPayloadCreated}}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := OpensBurst(&tt.status); got != tt.want {
+				t.Errorf("OpensBurst = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -34,21 +34,6 @@ import (
 // IndexStream indexes payloads by their stream's name.
 const IndexStream = "spec.payloadCoordinates.stream"
 
-// IndexJobStream indexes Jobs and ProwJobs by "<payload namespace>/<stream>", so collecting a
-// stream's jobs reads its own, not every job of the cluster.
-const IndexJobStream = "release-controller.dev/stream-key"
-
-// streamKeyOfJob is the IndexJobStream key of a job object, "" for objects not of a payload.
-func streamKeyOfJob(obj client.Object) string {
-	stream := obj.GetLabels()[v1alpha1.LabelStream]
-	payloadKey := payload.PayloadKeyOfJob(obj)
-	if stream == "" || payloadKey == "" {
-		return ""
-	}
-	namespace, _, _ := strings.Cut(payloadKey, "/")
-	return namespace + "/" + stream
-}
-
 // DefaultImportInterval is how often components followed by tag are resolved again.
 const DefaultImportInterval = time.Minute
 
@@ -61,8 +46,10 @@ type Reconciler struct {
 	// APIReader reads payloads with their job templates, which the cache leaves out; nil
 	// reads them through Client.
 	APIReader client.Reader
-	Registry  *registryclient.Client
-	Clock     clock.PassiveClock
+	// Jobs holds the payloads' Jobs and ProwJobs, indexed by payload and by stream.
+	Jobs     *payload.JobCache
+	Registry *registryclient.Client
+	Clock    clock.PassiveClock
 	// ImportInterval is how often components followed by tag are resolved again.
 	ImportInterval time.Duration
 	// RetryBackoff spaces the retries of failed verification runs.
@@ -281,7 +268,7 @@ func (s *streamSync) build(ctx context.Context, p *v1alpha1.ReleasePayload) {
 	if result.Name != "" || result.Status == v1alpha1.CreationJobSuccess || result.Status == v1alpha1.CreationJobFailed {
 		return
 	}
-	if jobs, err := s.jobsOf(ctx, p); err != nil || len(jobs.creation) > 0 {
+	if jobs, err := s.jobsOf(ctx, p); err != nil || jobs.creation > 0 {
 		return
 	}
 	job := NewCreationJob(p, s.r.BuildImage, s.r.BuildServiceAccount)
@@ -403,66 +390,28 @@ func (s *streamSync) launch(ctx context.Context, p *v1alpha1.ReleasePayload, l v
 	return client.IgnoreAlreadyExists(s.r.Create(ctx, job))
 }
 
-// payloadJobs are the jobs of one payload, from the cache.
+// payloadJobs are the jobs of one payload or stream, from the job cache.
 type payloadJobs struct {
-	creation []batchv1.Job
+	creation int
 	names    map[string]bool
 	infos    []JobInfo
 }
 
 func (s *streamSync) jobsOf(ctx context.Context, p *v1alpha1.ReleasePayload) (payloadJobs, error) {
-	return listJobs(ctx, s.r.Client, s.r.WatchProwJobs, client.MatchingFields{payload.IndexPayloadKey: payload.PayloadKey(p.Namespace, p.Name)})
+	records, err := s.r.Jobs.ByPayload(ctx, p.Namespace, p.Name)
+	return jobsOfRecords(records), err
 }
 
-func listJobs(ctx context.Context, c client.Client, prowJobs bool, opts ...client.ListOption) (payloadJobs, error) {
-	jobs := payloadJobs{names: map[string]bool{}}
-	var list batchv1.JobList
-	if err := c.List(ctx, &list, opts...); err != nil {
-		return jobs, err
-	}
-	for i := range list.Items {
-		j := &list.Items[i]
-		jobs.names[j.Name] = true
-		if j.Labels[v1alpha1.LabelJobType] == v1alpha1.JobTypeCreation {
-			jobs.creation = append(jobs.creation, *j)
+func jobsOfRecords(records []*payload.JobRecord) payloadJobs {
+	jobs := payloadJobs{names: make(map[string]bool, len(records)), infos: make([]JobInfo, 0, len(records))}
+	for _, r := range records {
+		jobs.names[r.Name] = true
+		if r.Kind == v1alpha1.RunKindJob && r.JobType == v1alpha1.JobTypeCreation {
+			jobs.creation++
 		}
-		info := JobInfo{Kind: "Job", Namespace: j.Namespace, Name: j.Name, PayloadKey: payload.PayloadKeyOfJob(j)}
-		if run, ok := payload.ObserveJob(j); ok && run.Run.CompletionTime != nil {
-			info.FinishedAt = run.Run.CompletionTime.Time
-		} else if result := payload.CreationResult([]batchv1.Job{*j}); j.Labels[v1alpha1.LabelJobType] == v1alpha1.JobTypeCreation && result.Status != v1alpha1.CreationJobUnknown {
-			info.FinishedAt = finishedAt(j)
-		}
-		jobs.infos = append(jobs.infos, info)
+		jobs.infos = append(jobs.infos, JobInfo{Kind: string(r.Kind), Namespace: r.Namespace, Name: r.Name, PayloadKey: r.PayloadKey, FinishedAt: r.FinishedAt()})
 	}
-	if !prowJobs {
-		return jobs, nil
-	}
-	var prowList prowv1.ProwJobList
-	if err := c.List(ctx, &prowList, opts...); err != nil {
-		return jobs, err
-	}
-	for i := range prowList.Items {
-		pj := &prowList.Items[i]
-		jobs.names[pj.Name] = true
-		info := JobInfo{Kind: "ProwJob", Namespace: pj.Namespace, Name: pj.Name, PayloadKey: payload.PayloadKeyOfJob(pj)}
-		if pj.Status.State.IsTerminal() && pj.Status.CompletionTime != nil {
-			info.FinishedAt = pj.Status.CompletionTime.Time
-		}
-		jobs.infos = append(jobs.infos, info)
-	}
-	return jobs, nil
-}
-
-func finishedAt(j *batchv1.Job) time.Time {
-	if j.Status.CompletionTime != nil {
-		return j.Status.CompletionTime.Time
-	}
-	for _, c := range j.Status.Conditions {
-		if (c.Type == batchv1.JobFailed || c.Type == batchv1.JobComplete) && c.Status == corev1.ConditionTrue {
-			return c.LastTransitionTime.Time
-		}
-	}
-	return time.Time{}
+	return jobs
 }
 
 // recordUpgrades keeps every finished upgrade run in the stream's upgrade graph.
@@ -549,11 +498,12 @@ func (s *streamSync) collect(ctx context.Context) {
 	}
 	s.payloads = remaining
 
-	jobs, err := listJobs(ctx, s.r.Client, s.r.WatchProwJobs, client.MatchingFields{IndexJobStream: s.stream.Namespace + "/" + s.stream.Name})
+	records, err := s.r.Jobs.ByStream(ctx, s.stream.Namespace, s.stream.Name)
 	if err != nil {
 		s.fail("listing jobs", err)
 		return
 	}
+	jobs := jobsOfRecords(records)
 	existing := map[string]*v1alpha1.ReleasePayload{}
 	for i := range s.payloads {
 		existing[payload.PayloadKey(s.payloads[i].Namespace, s.payloads[i].Name)] = &s.payloads[i]
@@ -645,8 +595,8 @@ func acceptedSources(payloads []v1alpha1.ReleasePayload) []verify.UpgradeSource 
 	return sources
 }
 
-// SetupWithManager registers the controller and the payload-by-stream index; the job index
-// (payload.IndexJobs) must have been registered on mgr.
+// SetupWithManager registers the controller and the payload-by-stream index; r.Jobs must
+// have been added to mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -664,20 +614,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return []string{obj.(*v1alpha1.ReleasePayload).Spec.PayloadCoordinates.Stream}
 	}); err != nil {
 		return fmt.Errorf("indexing payloads by stream: %w", err)
-	}
-	indexStreamKey := func(obj client.Object) []string {
-		if key := streamKeyOfJob(obj); key != "" {
-			return []string{key}
-		}
-		return nil
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &batchv1.Job{}, IndexJobStream, indexStreamKey); err != nil {
-		return fmt.Errorf("indexing jobs by stream: %w", err)
-	}
-	if r.WatchProwJobs {
-		if err := mgr.GetFieldIndexer().IndexField(ctx, &prowv1.ProwJob{}, IndexJobStream, indexStreamKey); err != nil {
-			return fmt.Errorf("indexing prowjobs by stream: %w", err)
-		}
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("releasestream").
