@@ -114,7 +114,7 @@ func serveBench(b *testing.B) (string, []string, [][]string) {
 // BenchmarkLatest asks each stream for its latest accepted tag, in turn, half of the
 // requests with a range and a relative index.
 //
-//	go test ./internal/server/osrc/ -bench . -run XXX -benchtime 2000x
+//	go test ./internal/server/osrc/ -bench . -run '^$' -benchtime 2000x
 func BenchmarkLatest(b *testing.B) {
 	base, names, _ := serveBench(b)
 	var paths []string
