@@ -36,17 +36,8 @@ func (p *pages) events(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "day must be a day, YYYY-MM-DD: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	// nginx-style proxies buffer responses unless told otherwise.
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		// The GET pattern also answers HEAD, which has no body to stream.
-		return
-	}
-	if _, err := fmt.Fprintf(w, "retry: %d\n\n", reconnectMillis); err != nil {
+	rc, ok := startEventStream(w, r)
+	if !ok {
 		return
 	}
 
@@ -75,6 +66,25 @@ func (p *pages) events(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// startEventStream answers with an event stream and tells the client how soon to reconnect;
+// false when there is nothing to stream (a HEAD request, or the client left).
+func startEventStream(w http.ResponseWriter, r *http.Request) (*http.ResponseController, bool) {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	// nginx-style proxies buffer responses unless told otherwise.
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		// The GET pattern also answers HEAD, which has no body to stream.
+		return nil, false
+	}
+	if _, err := fmt.Fprintf(w, "retry: %d\n\n", reconnectMillis); err != nil {
+		return nil, false
+	}
+	return rc, true
 }
 
 // waitForChange waits for changed to close, keeping the stream alive meanwhile; it reports

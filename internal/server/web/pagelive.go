@@ -131,15 +131,8 @@ func (p *site) events(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), code)
 		return
 	}
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	if r.Method == http.MethodHead {
-		return
-	}
-	if _, err := fmt.Fprintf(w, "retry: %d\n\n", reconnectMillis); err != nil {
+	rc, ok := startEventStream(w, r)
+	if !ok {
 		return
 	}
 	tick := time.NewTicker(keepAlive)
