@@ -176,7 +176,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := ensureNamespace(ctx, direct, DemoNamespace); err != nil {
 		return err
 	}
-	demoOpts := demo.Options{Dir: dataDir, Registry: st.RegistryAddr(), Namespace: DemoNamespace}
+	demoOpts := demo.Options{Dir: dataDir, Registry: st.RegistryAddr(), Namespace: DemoNamespace, CheckImage: buildImage}
 	if opts.Demo {
 		step("setting up the demo: git repositories, component images and the stream %s/nightly", DemoNamespace)
 		if err := demo.Setup(ctx, direct, demoOpts); err != nil {

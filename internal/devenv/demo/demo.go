@@ -42,9 +42,9 @@ const StreamName = "nightly"
 // TagPrefix starts the demo stream's release tags.
 const TagPrefix = "1.0.0-0.nightly"
 
-// CheckImage is the image of the verification jobs; the local job runner does not pull it,
-// it runs the command with the dev binary.
-const CheckImage = "release-controller:dev"
+// DefaultCheckImage is the image of the verification jobs unless Options.CheckImage names
+// one; the local job runner does not pull it, it runs the command with the dev binary.
+const DefaultCheckImage = "release-controller:dev"
 
 // Components are the demo product's components, in the order the stream lists them.
 var Components = []string{"api", "web", "worker", "operator"}
@@ -60,6 +60,16 @@ type Options struct {
 	Namespace string
 	// Remote options (transport, credentials) for every registry call.
 	Remote []remote.Option
+	// CheckImage is the verification jobs' image: dev passes the release-controller image it
+	// pushed to its registry, so the jobs name a real image. Default DefaultCheckImage.
+	CheckImage string
+}
+
+func (o Options) checkImage() string {
+	if o.CheckImage == "" {
+		return DefaultCheckImage
+	}
+	return o.CheckImage
 }
 
 func (o Options) namespace() string {
@@ -109,14 +119,14 @@ func CheckCommand(kind string) []string {
 
 // checkJob is the Job backend running a check: one pod, no pod-level retries, since the
 // stream's maxRetries decides about retries.
-func checkJob(kind string) *v1alpha1.JobBackend {
+func checkJob(kind, image string) *v1alpha1.JobBackend {
 	return &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
 		BackoffLimit: ptr.To[int32](0),
 		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
 				Name:    kind,
-				Image:   CheckImage,
+				Image:   image,
 				Command: CheckCommand(kind),
 			}},
 		}},
@@ -139,10 +149,10 @@ func Stream(opts Options) *v1alpha1.ReleaseStream {
 				CompletedJobTTL: &metav1.Duration{Duration: time.Hour},
 			},
 			Verification: []v1alpha1.Verification{
-				{Name: "e2e", Type: v1alpha1.Blocking, MaxRetries: 1, Job: checkJob(CheckE2E)},
-				{Name: "integration", Type: v1alpha1.Blocking, MaxRetries: 2, Job: checkJob(CheckFlaky)},
-				{Name: "upgrade", Type: v1alpha1.Blocking, UpgradeFrom: v1alpha1.UpgradeFromPrevious, Job: checkJob(CheckUpgrade)},
-				{Name: "conformance", Type: v1alpha1.Informing, Aggregation: &v1alpha1.Aggregation{Runs: 3, PassRatio: 0.6}, Job: checkJob(CheckConformance)},
+				{Name: "e2e", Type: v1alpha1.Blocking, MaxRetries: 1, Job: checkJob(CheckE2E, opts.checkImage())},
+				{Name: "integration", Type: v1alpha1.Blocking, MaxRetries: 2, Job: checkJob(CheckFlaky, opts.checkImage())},
+				{Name: "upgrade", Type: v1alpha1.Blocking, UpgradeFrom: v1alpha1.UpgradeFromPrevious, Job: checkJob(CheckUpgrade, opts.checkImage())},
+				{Name: "conformance", Type: v1alpha1.Informing, Aggregation: &v1alpha1.Aggregation{Runs: 3, PassRatio: 0.6}, Job: checkJob(CheckConformance, opts.checkImage())},
 			},
 		},
 	}

@@ -78,7 +78,7 @@ func TestSetupIsIdempotent(t *testing.T) {
 		spec := v.Job.Template.Spec
 		g.Expect(*spec.BackoffLimit).To(BeEquivalentTo(0))
 		g.Expect(spec.Template.Spec.RestartPolicy).To(Equal(corev1.RestartPolicyNever))
-		g.Expect(spec.Template.Spec.Containers[0].Image).To(Equal(CheckImage))
+		g.Expect(spec.Template.Spec.Containers[0].Image).To(Equal(DefaultCheckImage))
 		kinds[v.Name] = strings.Join(spec.Template.Spec.Containers[0].Command, " ")
 	}
 	g.Expect(kinds).To(Equal(map[string]string{
@@ -87,6 +87,11 @@ func TestSetupIsIdempotent(t *testing.T) {
 		"upgrade":     "release-controller dev check upgrade",
 		"conformance": "release-controller dev check conformance",
 	}))
+	// dev names the image it pushed.
+	pushed := reg.Addr() + "/release-controller/release-controller@sha256:" + strings.Repeat("a", 64)
+	for _, v := range Stream(Options{Dir: opts.Dir, Registry: opts.Registry, CheckImage: pushed}).Spec.Verification {
+		g.Expect(v.Job.Template.Spec.Template.Spec.Containers[0].Image).To(Equal(pushed))
+	}
 
 	// A second Setup changes nothing.
 	g.Expect(Setup(context.Background(), env.Client, opts)).To(Succeed())
