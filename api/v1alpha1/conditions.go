@@ -32,24 +32,57 @@ const (
 	ReasonPayloadRejected        = "PayloadRejected"
 )
 
-// Condition types of a ReleaseStream.
+// Condition types of a ReleaseStream. internal/stream/status.go sets them, each from what one
+// reconcile found; Ready is decided there, in one place, from the others and the pass's failures.
 const (
 	// ConditionImported is True when every component resolved to a digest.
 	ConditionImported = "Imported"
+	// ConditionUpgradeGraphRecorded is True when the stream's upgrade results are recorded in
+	// its ConfigMap <stream>-upgrade-graph; False says why they cannot be.
+	ConditionUpgradeGraphRecorded = "UpgradeGraphRecorded"
 	// ConditionReady is True when the stream works as configured; its message says what the
-	// stream is waiting for.
+	// stream is waiting for. It is False when a step of the last reconcile failed (the reason
+	// names the first that did, the message lists them all) or a component does not resolve.
 	ConditionReady = "Ready"
 )
 
 // Condition reasons of a ReleaseStream.
 const (
-	ReasonComponentsResolved   = "ComponentsResolved"
+	// ReasonComponentsResolved (Imported=True): every component resolved to a digest.
+	ReasonComponentsResolved = "ComponentsResolved"
+	// ReasonComponentsUnresolved (Imported=False, Ready=False): some components did not
+	// resolve; they are retried with backoff and no payload is created meanwhile.
 	ReasonComponentsUnresolved = "ComponentsUnresolved"
-	ReasonMirrorFailed         = "MirrorFailed"
-	ReasonPayloadCreated       = "PayloadCreated"
-	ReasonUpToDate             = "UpToDate"
-	ReasonTooManyUnready       = "TooManyUnreadyReleases"
-	ReasonCreationInterval     = "WaitingForCreationInterval"
-	ReasonPublishFailed        = "PublishFailed"
-	ReasonReconcileFailed      = "ReconcileFailed"
+
+	// ReasonPayloadCreated (Ready=True): the pass created a payload, or is about to.
+	ReasonPayloadCreated = "PayloadCreated"
+	// ReasonUpToDate (Ready=True): the newest payload has the current components.
+	ReasonUpToDate = "UpToDate"
+	// ReasonTooManyUnready (Ready=True): components changed, but maxUnreadyReleases payloads
+	// still wait for a verdict.
+	ReasonTooManyUnready = "TooManyUnreadyReleases"
+	// ReasonCreationInterval (Ready=True): components changed, but minCreationInterval has not
+	// passed since the newest payload.
+	ReasonCreationInterval = "WaitingForCreationInterval"
+
+	// ReasonMirrorFailed (Ready=False): copying the components to mirrorRepository failed.
+	ReasonMirrorFailed = "MirrorFailed"
+	// ReasonPublishFailed (Ready=False): moving the publish tags to the newest accepted payload failed.
+	ReasonPublishFailed = "PublishFailed"
+	// ReasonReconcileFailed (Ready=False): another step failed (an API or registry call).
+	ReasonReconcileFailed = "ReconcileFailed"
+
+	// ReasonUpgradeGraphUpToDate (UpgradeGraphRecorded=True): every finished upgrade run is in the ConfigMap.
+	ReasonUpgradeGraphUpToDate = "UpgradeGraphUpToDate"
+	// ReasonUpgradeGraphNotOwned (UpgradeGraphRecorded=False, Ready=False): a ConfigMap named
+	// <stream>-upgrade-graph exists without the label release-controller.dev/stream=<stream>
+	// (made by hand, or another stream's). The controller does not overwrite it; it retries
+	// with exponential backoff until the ConfigMap is deleted or renamed.
+	ReasonUpgradeGraphNotOwned = "UpgradeGraphNotOwned"
+	// ReasonUpgradeGraphUnreadable (UpgradeGraphRecorded=False, Ready=False): the ConfigMap's
+	// graph.json is not an upgrade graph; it is left as it is.
+	ReasonUpgradeGraphUnreadable = "UpgradeGraphUnreadable"
+	// ReasonUpgradeGraphWriteFailed (UpgradeGraphRecorded=False, Ready=False): writing the
+	// ConfigMap failed; it is retried with backoff.
+	ReasonUpgradeGraphWriteFailed = "UpgradeGraphWriteFailed"
 )

@@ -3,7 +3,6 @@ package payload
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/eventlog"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
 // DefaultJobEventDelay is how long job events wait before the payload is reconciled, so that
@@ -38,19 +40,29 @@ type Reconciler struct {
 	JobEventDelay time.Duration
 	// Workers is how many payloads are reconciled at once; zero uses DefaultWorkers.
 	Workers int
+	// Events records the payloads' Events; nil: the manager's recorder.
+	Events events.EventRecorder
 
 	bursts bursts
+	report eventlog.Recorder
 }
+
+// ConflictRetryDelay is how soon a payload whose status write met a newer version is
+// reconciled again: the cache is a moment behind a write (its own, or the stream
+// controller's payloadImage), whose event a status-only update does not bring.
+const ConflictRetryDelay = 50 * time.Millisecond
 
 // DefaultWorkers is how many payloads are reconciled at once. Reconciles mostly wait for the
 // API server's answer to their status write, so several keep up with many finishing jobs.
 const DefaultWorkers = 8
 
-// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=get;list;watch
-// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=prow.k8s.io,resources=prowjobs,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// Payloads and the creation jobs' pods are read from the manager's cache, Jobs and ProwJobs
+// from the JobCache's informers: list and watch only. The status is written with a patch.
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=list;watch
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=list;watch
+// +kubebuilder:rbac:groups=prow.k8s.io,resources=prowjobs,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 
 // Reconcile reads the payload and its jobs from the cache, computes the status and writes it
 // once, only when it changed.
@@ -64,6 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	obs, err := r.observe(ctx, &payload)
 	if err != nil {
+		r.report.Fail(ctx, &payload, v1alpha1.ReasonReconcileFailed, "Observe", "reading the payload's jobs", err)
 		return ctrl.Result{}, err
 	}
 	status := ComputeStatus(&payload, obs, metav1.NewTime(now))
@@ -78,16 +91,35 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// The optimistic lock makes a write based on a stale cache fail and retry, so a run
 	// recorded by an earlier write is never dropped.
-	patch := client.MergeFromWithOptions(payload.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	old := payload.DeepCopy()
+	patch := client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})
 	payload.Status = status
 	if err := r.Status().Patch(ctx, &payload, patch); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-			return ctrl.Result{Requeue: true}, nil
+		switch {
+		case apierrors.IsNotFound(err):
+			return ctrl.Result{}, nil // deleted meanwhile
+		case apierrors.IsConflict(err):
+			return ctrl.Result{RequeueAfter: ConflictRetryDelay}, nil
 		}
+		r.report.Fail(ctx, &payload, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the status", err)
 		return ctrl.Result{}, fmt.Errorf("writing status of payload %s: %w", req, err)
 	}
 	StatusWrites.Inc()
+	r.reportTransitions(ctx, &payload, &old.Status, now)
 	return ctrl.Result{}, nil
+}
+
+// reportTransitions reports what the status write changed, once it is written: an Event per
+// Transition, and the verdict and run metrics.
+func (r *Reconciler) reportTransitions(ctx context.Context, p *v1alpha1.ReleasePayload, old *v1alpha1.ReleasePayloadStatus, now time.Time) {
+	for _, t := range Transitions(old, &p.Status) {
+		if t.Type == corev1.EventTypeWarning {
+			r.report.Warningf(ctx, p, nil, t.Reason, t.Action, "%s", t.Message)
+		} else {
+			r.report.Eventf(ctx, p, nil, t.Reason, t.Action, "%s", t.Message)
+		}
+	}
+	observeTransitions(p, old, now)
 }
 
 // observe reads the payload's jobs from the job cache, and its creation jobs' pods from the
@@ -110,7 +142,7 @@ func (r *Reconciler) observe(ctx context.Context, payload *v1alpha1.ReleasePaylo
 	}
 	if len(obs.CreationJobs) > 0 {
 		var pods corev1.PodList
-		key := client.MatchingFields{IndexPayloadKey: PayloadKey(payload.Namespace, payload.Name)}
+		key := client.MatchingFields{IndexPayloadKey: jobcontract.PayloadKey(payload.Namespace, payload.Name)}
 		if err := r.List(ctx, &pods, key); err != nil {
 			return obs, fmt.Errorf("listing pods of payload %s/%s: %w", payload.Namespace, payload.Name, err)
 		}
@@ -123,7 +155,7 @@ func (r *Reconciler) observe(ctx context.Context, payload *v1alpha1.ReleasePaylo
 // their job's labels and say why a build failed. It is registered once per manager.
 func IndexPods(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPayloadKey, func(obj client.Object) []string {
-		if key := PayloadKeyOfJob(obj); key != "" {
+		if key := jobcontract.PayloadKeyOf(obj); key != "" {
 			return []string{key}
 		}
 		return nil
@@ -145,6 +177,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Workers == 0 {
 		r.Workers = DefaultWorkers
 	}
+	if r.Events == nil {
+		r.Events = mgr.GetEventRecorder(eventlog.Reporter)
+	}
+	r.report = eventlog.Recorder{Events: r.Events}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("releasepayload").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
@@ -162,7 +198,7 @@ func (r *Reconciler) jobEvent(key string, q workqueue.TypedRateLimitingInterface
 	if key == "" {
 		return
 	}
-	namespace, name, _ := strings.Cut(key, "/")
+	namespace, name := jobcontract.SplitPayloadKey(key)
 	payload := types.NamespacedName{Namespace: namespace, Name: name}
 	r.bursts.event(payload, r.Clock.Now())
 	q.AddAfter(reconcile.Request{NamespacedName: payload}, r.JobEventDelay)
@@ -177,7 +213,7 @@ func (r *Reconciler) payloadEvents() handler.EventHandler {
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if p, ok := e.Object.(*v1alpha1.ReleasePayload); ok && OpensBurst(&p.Status) {
-				r.jobEvent(PayloadKey(p.Namespace, p.Name), q)
+				r.jobEvent(jobcontract.PayloadKey(p.Namespace, p.Name), q)
 				return
 			}
 			enqueue(e.Object, q)
@@ -198,7 +234,7 @@ func (r *Reconciler) payloadEvents() handler.EventHandler {
 // as jobEvent does.
 func (r *Reconciler) jobEvents() handler.EventHandler {
 	enqueue := func(obj client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		r.jobEvent(PayloadKeyOfJob(obj), q)
+		r.jobEvent(jobcontract.PayloadKeyOf(obj), q)
 	}
 	return handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -3,7 +3,7 @@ package payload
 import (
 	"context"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 	"unique"
 
@@ -25,6 +25,8 @@ import (
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
 // The payload and stream controllers read a payload's jobs on every change of any of them, and
@@ -72,7 +74,7 @@ func RecordOfJob(job *batchv1.Job) *JobRecord {
 	r := &JobRecord{
 		Kind: v1alpha1.RunKindJob, Name: job.Name, ResourceVersion: job.ResourceVersion,
 		URL:   job.Annotations[v1alpha1.AnnotationURL],
-		State: state, Message: intern(message),
+		State: state, Message: intern(conditions.Truncate(message, conditions.MaxErrorLength)),
 		Created: nanos(&job.CreationTimestamp), Started: nanos(job.Status.StartTime), Completed: nanos(completed),
 	}
 	r.setOwner(job)
@@ -88,26 +90,26 @@ func RecordOfProwJob(pj *prowv1.ProwJob) *JobRecord {
 	r := &JobRecord{
 		Kind: v1alpha1.RunKindProwJob, Name: pj.Name, ResourceVersion: pj.ResourceVersion,
 		URL:   url,
-		State: prowJobState(pj.Status.State), Message: intern(pj.Status.Description),
+		State: prowJobState(pj.Status.State), Message: intern(conditions.Truncate(pj.Status.Description, conditions.MaxErrorLength)),
 		Created: nanos(&pj.CreationTimestamp), Started: nanos(&pj.Status.StartTime), Completed: nanos(pj.Status.CompletionTime),
 	}
 	r.setOwner(pj)
 	return r
 }
 
-// setOwner fills in what the labels and annotations say.
+// setOwner fills in what the labels and annotations say (the job contract).
 func (r *JobRecord) setOwner(obj metav1.Object) {
-	labels, annotations := obj.GetLabels(), obj.GetAnnotations()
 	r.Namespace = intern(obj.GetNamespace())
-	r.PayloadKey = intern(PayloadKeyOfJob(obj))
-	if stream := labels[v1alpha1.LabelStream]; stream != "" && r.PayloadKey != "" {
-		namespace, _, _ := strings.Cut(r.PayloadKey, "/")
-		r.StreamKey = intern(namespace + "/" + stream)
+	j, ok := jobcontract.Parse(obj)
+	if !ok {
+		return
 	}
-	r.JobType = intern(labels[v1alpha1.LabelJobType])
-	r.Verification = intern(labels[v1alpha1.LabelVerify])
-	r.Attempt = attemptOf(obj)
-	r.UpgradeFrom = intern(annotations[v1alpha1.AnnotationUpgradeFrom])
+	r.PayloadKey = intern(j.PayloadKey())
+	r.StreamKey = intern(j.StreamKey())
+	r.JobType = intern(j.Type)
+	r.Verification = intern(j.Verification)
+	r.Attempt = j.Attempt
+	r.UpgradeFrom = intern(j.UpgradeFrom)
 }
 
 // Run is the verification run the record shows; ok is false for records of other jobs.
@@ -217,14 +219,25 @@ func metaTime(n int64) *metav1.Time {
 // JobCache holds the controllers' Jobs, and ProwJobs when the cluster serves them, as
 // JobRecords indexed by payload and by stream. It is a manager.Runnable: add it to the manager,
 // which runs it with the controllers (on the leader only).
+//
+// A cache restricted to some namespaces runs one informer per kind and namespace, as
+// controller-runtime's cache does. ProwJobs may live outside the payloads' namespaces (a
+// verification's prowJob.namespace, Prow's namespace): JobCacheOptions.ProwJobNamespaces adds
+// those, and Watches tells the stream controller whether a ProwJob it is about to create would
+// be seen.
 type JobCache struct {
 	informers []toolscache.SharedIndexInformer
+	// namespaces are the namespaces each kind is cached in; nil: every namespace.
+	namespaces map[v1alpha1.RunKind][]string
 }
 
 // JobCacheOptions select what a JobCache holds.
 type JobCacheOptions struct {
-	// Namespace restricts the cache to one namespace; empty: every namespace.
-	Namespace string
+	// Namespaces restricts the cache to these namespaces; empty: every namespace.
+	Namespaces []string
+	// ProwJobNamespaces are more namespaces whose ProwJobs are cached, where verifications
+	// create ProwJobs outside Namespaces. Unused when Namespaces is empty.
+	ProwJobNamespaces []string
 	// Selector selects the controllers' jobs by label; nil: every job.
 	Selector labels.Selector
 	// ProwJobs caches prow.k8s.io/v1 ProwJobs too.
@@ -234,36 +247,71 @@ type JobCacheOptions struct {
 // NewJobCache builds a JobCache that reads through mgr's configuration, HTTP client and REST mapper.
 func NewJobCache(mgr manager.Manager, opts JobCacheOptions) (*JobCache, error) {
 	type kind struct {
-		gvk     schema.GroupVersionKind
-		example runtime.Object
+		run        v1alpha1.RunKind
+		gvk        schema.GroupVersionKind
+		example    runtime.Object
+		namespaces []string
 	}
-	kinds := []kind{{batchv1.SchemeGroupVersion.WithKind("Job"), &batchv1.Job{}}}
+	kinds := []kind{{v1alpha1.RunKindJob, batchv1.SchemeGroupVersion.WithKind("Job"), &batchv1.Job{}, namespaceSet(opts.Namespaces)}}
 	if opts.ProwJobs {
-		kinds = append(kinds, kind{prowv1.SchemeGroupVersion.WithKind("ProwJob"), &prowv1.ProwJob{}})
+		var namespaces []string
+		if len(opts.Namespaces) > 0 {
+			namespaces = namespaceSet(append(slices.Clone(opts.Namespaces), opts.ProwJobNamespaces...))
+		}
+		kinds = append(kinds, kind{v1alpha1.RunKindProwJob, prowv1.SchemeGroupVersion.WithKind("ProwJob"), &prowv1.ProwJob{}, namespaces})
 	}
-	c := &JobCache{}
+	c := &JobCache{namespaces: map[v1alpha1.RunKind][]string{}}
 	for _, k := range kinds {
-		lw, err := listWatch(mgr, k.gvk, opts)
-		if err != nil {
-			return nil, err
+		c.namespaces[k.run] = k.namespaces
+		informerNamespaces := k.namespaces
+		if len(informerNamespaces) == 0 {
+			informerNamespaces = []string{metav1.NamespaceAll}
 		}
-		informer := toolscache.NewSharedIndexInformerWithOptions(lw, k.example, toolscache.SharedIndexInformerOptions{
-			Indexers: toolscache.Indexers{
-				IndexPayloadKey: func(obj any) ([]string, error) {
-					return recordKey(obj, func(r *JobRecord) string { return r.PayloadKey })
+		for _, namespace := range informerNamespaces {
+			lw, err := listWatch(mgr, k.gvk, namespace, opts.Selector)
+			if err != nil {
+				return nil, err
+			}
+			description := k.gvk.Kind + " records"
+			if namespace != metav1.NamespaceAll {
+				description += " in " + namespace
+			}
+			informer := toolscache.NewSharedIndexInformerWithOptions(lw, k.example, toolscache.SharedIndexInformerOptions{
+				Indexers: toolscache.Indexers{
+					IndexPayloadKey: func(obj any) ([]string, error) {
+						return recordKey(obj, func(r *JobRecord) string { return r.PayloadKey })
+					},
+					IndexStreamKey: func(obj any) ([]string, error) {
+						return recordKey(obj, func(r *JobRecord) string { return r.StreamKey })
+					},
 				},
-				IndexStreamKey: func(obj any) ([]string, error) {
-					return recordKey(obj, func(r *JobRecord) string { return r.StreamKey })
-				},
-			},
-			ObjectDescription: k.gvk.Kind + " records",
-		})
-		if err := informer.SetTransform(toRecord); err != nil {
-			return nil, err
+				ObjectDescription: description,
+			})
+			if err := informer.SetTransform(toRecord); err != nil {
+				return nil, err
+			}
+			c.informers = append(c.informers, informer)
 		}
-		c.informers = append(c.informers, informer)
 	}
 	return c, nil
+}
+
+// Watches reports whether the cache sees objects of kind created in namespace.
+func (c *JobCache) Watches(kind v1alpha1.RunKind, namespace string) bool {
+	namespaces, ok := c.namespaces[kind]
+	return ok && (len(namespaces) == 0 || slices.Contains(namespaces, namespace))
+}
+
+// namespaceSet is namespaces sorted, without duplicates and empty names; nil for none.
+func namespaceSet(namespaces []string) []string {
+	var set []string
+	for _, n := range namespaces {
+		if n != "" && !slices.Contains(set, n) {
+			set = append(set, n)
+		}
+	}
+	slices.Sort(set)
+	return set
 }
 
 func recordKey(obj any, key func(*JobRecord) string) ([]string, error) {
@@ -277,8 +325,9 @@ func recordKey(obj any, key func(*JobRecord) string) ([]string, error) {
 	return nil, nil
 }
 
-// listWatch lists and watches gvk's objects that opts select, as controller-runtime's cache does.
-func listWatch(mgr manager.Manager, gvk schema.GroupVersionKind, opts JobCacheOptions) (*toolscache.ListWatch, error) {
+// listWatch lists and watches gvk's objects in namespace (all: metav1.NamespaceAll) that
+// selector selects, as controller-runtime's cache does.
+func listWatch(mgr manager.Manager, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) (*toolscache.ListWatch, error) {
 	mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("job cache: %w", err)
@@ -294,12 +343,12 @@ func listWatch(mgr manager.Manager, gvk schema.GroupVersionKind, opts JobCacheOp
 	}
 	paramCodec := runtime.NewParameterCodec(scheme)
 	request := func(o *metav1.ListOptions) *rest.Request {
-		if opts.Selector != nil {
-			o.LabelSelector = opts.Selector.String()
+		if selector != nil {
+			o.LabelSelector = selector.String()
 		}
 		req := restClient.Get().Resource(mapping.Resource.Resource).VersionedParams(o, paramCodec)
-		if opts.Namespace != "" {
-			req = req.Namespace(opts.Namespace)
+		if namespace != metav1.NamespaceAll {
+			req = req.Namespace(namespace)
 		}
 		return req
 	}
@@ -360,7 +409,7 @@ func (c *JobCache) waitForSync(ctx context.Context) error {
 
 // ByPayload returns the records of the jobs of the payload namespace/tag.
 func (c *JobCache) ByPayload(ctx context.Context, namespace, tag string) ([]*JobRecord, error) {
-	return c.byIndex(ctx, IndexPayloadKey, PayloadKey(namespace, tag))
+	return c.byIndex(ctx, IndexPayloadKey, jobcontract.PayloadKey(namespace, tag))
 }
 
 // ByStream returns the records of the jobs of the payloads of the stream namespace/name.

@@ -2,7 +2,6 @@ package payload
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -11,6 +10,7 @@ import (
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/conditions"
 )
 
 // Observations are the objects a payload's status is computed from, read from the cache.
@@ -32,26 +32,6 @@ type ObservedRun struct {
 	Run          v1alpha1.JobRun
 }
 
-// PayloadKey identifies a payload across namespaces: "<namespace>/<tag>". Jobs are indexed by it.
-func PayloadKey(namespace, tag string) string {
-	return namespace + "/" + tag
-}
-
-// PayloadKeyOfJob returns the key of the payload a job object belongs to, from its labels,
-// or "" when the object is not one of the controller's jobs.
-func PayloadKeyOfJob(obj metav1.Object) string {
-	labels := obj.GetLabels()
-	tag := labels[v1alpha1.LabelPayload]
-	if tag == "" || labels[v1alpha1.LabelJobType] == "" {
-		return ""
-	}
-	namespace := labels[v1alpha1.LabelPayloadNamespace]
-	if namespace == "" {
-		namespace = obj.GetNamespace()
-	}
-	return PayloadKey(namespace, tag)
-}
-
 // ObserveJob turns a verification Job into a run; ok is false for jobs that are not verification runs.
 func ObserveJob(job *batchv1.Job) (ObservedRun, bool) {
 	return RecordOfJob(job).Run()
@@ -60,15 +40,6 @@ func ObserveJob(job *batchv1.Job) (ObservedRun, bool) {
 // ObserveProwJob turns a verification ProwJob into a run; ok is false for other ProwJobs.
 func ObserveProwJob(pj *prowv1.ProwJob) (ObservedRun, bool) {
 	return RecordOfProwJob(pj).Run()
-}
-
-// attemptOf reads the run number; a missing or malformed annotation counts as the first attempt.
-func attemptOf(obj metav1.Object) int32 {
-	n, err := strconv.ParseInt(obj.GetAnnotations()[v1alpha1.AnnotationAttempt], 10, 32)
-	if err != nil || n < 1 {
-		return 1
-	}
-	return int32(n)
 }
 
 func prowJobState(s prowv1.ProwJobState) v1alpha1.JobState {
@@ -183,8 +154,5 @@ func FailureReason(jobName string, pods []corev1.Pod) string {
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	line := strings.TrimSpace(lines[len(lines)-1])
-	if len(line) > maxReasonLength {
-		line = line[:maxReasonLength] + "…"
-	}
-	return line
+	return conditions.Truncate(line, maxReasonLength)
 }

@@ -44,7 +44,7 @@ func TestPrinterColumns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s", req.URL, resp.Status)
 	}

@@ -2,7 +2,13 @@
 // creation and verification jobs and decides its conditions and phase.
 //
 // Every decision is a pure function of the payload and the observed job objects (this file);
-// the reconciler only reads the cache, calls ComputeStatus and writes the status once.
+// the reconciler only reads the cache, calls ComputeStatus and writes the status once, then
+// reports what changed (transitions.go: Events, metrics).
+//
+// The payload's status has one other writer: the stream controller records status.payloadImage,
+// once, after the creation job succeeded (it reads the digest from the registry, which this
+// controller never calls; see stream's recordImage). ComputeStatus carries the field over
+// untouched, and both writes are optimistically locked, so neither overwrites the other.
 package payload
 
 import (
@@ -16,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
 // ComputeStatus returns the payload's status as the observations show it. It does not modify
@@ -48,7 +56,7 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 	for _, c := range ComputeConditions(p.Spec.PayloadOverride, status.ReleaseCreationJobResult, aborted, status.Verifications) {
 		c.ObservedGeneration = p.Generation
 		c.LastTransitionTime = now
-		meta.SetStatusCondition(&status.Conditions, c)
+		conditions.Set(&status.Conditions, c) // bounds the message
 	}
 	status.Phase = Phase(status.Conditions)
 	return status
@@ -176,7 +184,7 @@ func VerificationState(v v1alpha1.Verification, runs []v1alpha1.JobRun) (v1alpha
 	switch {
 	case failed >= attempts:
 		return v1alpha1.JobFailure, fmt.Sprintf("failed %d of %d attempts%s", failed, attempts, lost)
-	case running == 0 && int32(len(runs)) >= MaxRuns(v):
+	case running == 0 && int32(len(runs)) >= jobcontract.MaxRuns(v):
 		return v1alpha1.JobUnknown, fmt.Sprintf("gave up after %d runs: the results of %d were lost (their objects were deleted before they finished)", len(runs), unknown)
 	case len(runs) == 0:
 		return v1alpha1.JobPending, "not started"
@@ -186,13 +194,6 @@ func VerificationState(v v1alpha1.Verification, runs []v1alpha1.JobRun) (v1alpha
 		return v1alpha1.JobPending, fmt.Sprintf("%d of %d attempts failed%s; retry running", failed, attempts, lost)
 	}
 	return v1alpha1.JobPending, fmt.Sprintf("%d of %d attempts failed%s; retry pending", failed, attempts, lost)
-}
-
-// MaxRuns bounds the runs of a retried verification. Only failed runs use up its attempts
-// (maxRetries+1); a run whose object was deleted before it finished is run again, but not
-// forever.
-func MaxRuns(v v1alpha1.Verification) int32 {
-	return 2 * (v.MaxRetries + 1)
 }
 
 // RequiredPasses is how many of an aggregated verification's runs must pass.

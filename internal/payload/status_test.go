@@ -13,11 +13,13 @@ import (
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/jobstatus"
 )
 
 func run(attempt int32, state v1alpha1.JobState) v1alpha1.JobRun {
-	return v1alpha1.JobRun{Kind: v1alpha1.RunKindJob, Namespace: "ns", Name: "run-" + string(rune('0'+attempt)), Attempt: attempt, State: state}
+	return v1alpha1.JobRun{Kind: v1alpha1.RunKindJob, Namespace: "ns", Name: fmt.Sprint("run-", attempt), Attempt: attempt, State: state}
 }
 
 func TestVerificationState(t *testing.T) {
@@ -246,12 +248,12 @@ func TestObserve(t *testing.T) {
 	if o, _ := ObserveJob(&job); o.Run.State != v1alpha1.JobFailure || o.Run.Message != "BackoffLimitExceeded: Job has reached the specified backoff limit" || o.Run.CompletionTime == nil {
 		t.Errorf("failed job observed as %+v", o.Run)
 	}
-	if PayloadKeyOfJob(&job) != "ns/4.15.0-2026-11-22-093000" {
-		t.Errorf("payload key %q", PayloadKeyOfJob(&job))
+	if jobcontract.PayloadKeyOf(&job) != "ns/4.15.0-2026-11-22-093000" {
+		t.Errorf("payload key %q", jobcontract.PayloadKeyOf(&job))
 	}
 	job.Labels[v1alpha1.LabelPayloadNamespace] = "releases"
-	if PayloadKeyOfJob(&job) != "releases/4.15.0-2026-11-22-093000" {
-		t.Errorf("payload key with payload namespace %q", PayloadKeyOfJob(&job))
+	if jobcontract.PayloadKeyOf(&job) != "releases/4.15.0-2026-11-22-093000" {
+		t.Errorf("payload key with payload namespace %q", jobcontract.PayloadKeyOf(&job))
 	}
 
 	pj := prowv1.ProwJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ci", Name: "pj", Labels: labels},
@@ -314,7 +316,7 @@ func TestFailureReason(t *testing.T) {
 		}, "Error: the components mix platforms"},
 		{"a pod of another job", []corev1.Pod{pod("a", "other", at(1), 1, "Error: elsewhere")}, ""},
 		{"succeeded containers say nothing", []corev1.Pod{pod("a", "build", at(1), 0, "all good")}, ""},
-		{"long lines are cut", []corev1.Pod{pod("a", "build", at(1), 1, strings.Repeat("x", 600))}, strings.Repeat("x", 512) + "…"},
+		{"long lines are cut", []corev1.Pod{pod("a", "build", at(1), 1, strings.Repeat("x", 600))}, conditions.Truncate(strings.Repeat("x", 600), 512)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -387,5 +389,35 @@ func TestComputeStatusShowsASkippedUpgrade(t *testing.T) {
 	accepted := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionPayloadAccepted)
 	if status.Phase != v1alpha1.PhaseAccepted || accepted.Message != "1 of 2 blocking jobs succeeded; skipped: upgrade" {
 		t.Errorf("phase %s, PayloadAccepted %q; want Accepted with the skipped upgrade named", status.Phase, accepted.Message)
+	}
+}
+
+// TestComputeStatusBoundsMessages: a build's very long failure, and 64 blocking verifications
+// with long names waiting, give condition messages within conditions.MaxMessageLength.
+func TestComputeStatusBoundsMessages(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC))
+	failed := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "build"}}
+	jobstatus.Failed(&failed, now, 1, "BackoffLimitExceeded", strings.Repeat("the registry refused the push; ", 5000))
+	p := &v1alpha1.ReleasePayload{}
+	status := ComputeStatus(p, Observations{CreationJobs: []batchv1.Job{failed}}, now)
+
+	var verifications []v1alpha1.Verification
+	for i := range 64 {
+		verifications = append(verifications, v1alpha1.Verification{Name: fmt.Sprintf("e2e-%02d-%s", i, strings.Repeat("long-name-", 5))})
+	}
+	waiting := &v1alpha1.ReleasePayload{Spec: v1alpha1.ReleasePayloadSpec{PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{Verifications: verifications}}}
+	built := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "build"}}
+	jobstatus.Succeeded(&built, now)
+	pending := ComputeStatus(waiting, Observations{CreationJobs: []batchv1.Job{built}}, now)
+
+	for name, s := range map[string]v1alpha1.ReleasePayloadStatus{"failed build": status, "64 waiting": pending} {
+		for _, c := range s.Conditions {
+			if len(c.Message) > conditions.MaxMessageLength {
+				t.Errorf("%s: %s message is %d bytes", name, c.Type, len(c.Message))
+			}
+		}
+	}
+	if status.Phase != v1alpha1.PhaseFailed || !strings.HasSuffix(meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionPayloadFailed).Message, "more bytes]") {
+		t.Errorf("failed build: phase %s, conditions %v", status.Phase, status.Conditions)
 	}
 }

@@ -13,9 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +26,9 @@ import (
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/eventlog"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/payload"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/verify"
@@ -39,6 +43,17 @@ const DefaultImportInterval = time.Minute
 
 // DefaultBuildImage runs the creation jobs: the controller's own image, by its version.
 var DefaultBuildImage = "release-controller:" + version.Version
+
+// Failure backoff: a pass with a failed step returns the failures as its error, and
+// controller-runtime's rate limiter retries the stream after FailureBackoffBase, doubling with
+// every failure in a row up to FailureBackoffMax (a success resets it). The cap stays close to
+// the import interval, so a stream with a lasting problem (a hand-made upgrade-graph
+// ConfigMap, a registry that refuses a push) still imports and creates payloads every few
+// minutes.
+const (
+	FailureBackoffBase = 100 * time.Millisecond
+	FailureBackoffMax  = 5 * time.Minute
+)
 
 // Reconciler runs the release flow of every ReleaseStream.
 type Reconciler struct {
@@ -60,50 +75,67 @@ type Reconciler struct {
 	BuildServiceAccount string
 	// WatchProwJobs is set when the cluster serves ProwJobs.
 	WatchProwJobs bool
+	// Events records the Events of streams and payloads; nil: the manager's recorder.
+	Events events.EventRecorder
 
 	imports importTimes
+	report  eventlog.Recorder
 }
 
-// +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams,verbs=get;list;watch
-// +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=prow.k8s.io,resources=prowjobs,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=prow.k8s.io,resources=prowjobs/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch
+// Streams, payloads and the upgrade graphs' ConfigMaps are read from the manager's cache (list,
+// watch); a payload is read once from the API server (get) for its job templates, which the
+// cache leaves out. Payloads are created, annotated (patch) and collected; statuses are
+// patched, but a new ProwJob's, which is updated as Prow expects. Jobs and ProwJobs are created
+// and collected (their reads are the JobCache's, see internal/payload).
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams,verbs=list;watch
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams/status,verbs=patch
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=create;delete
+// +kubebuilder:rbac:groups=prow.k8s.io,resources=prowjobs,verbs=create;delete
+// +kubebuilder:rbac:groups=prow.k8s.io,resources=prowjobs/status,verbs=update
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch;create;update
 
 // Reconcile runs the stream's steps in order — import, abort, create, build, record images,
-// verify, record upgrades, publish, collect — and writes the stream's status once at the end.
+// verify, record upgrades, publish, collect — and writes the stream's status once at the end,
+// whatever happened (status.go computes it from what the pass found). A step that fails is
+// reported (a Warning Event and an error log line, see eventlog) and the other steps still
+// run; the failures are then returned, so controller-runtime retries with backoff and counts
+// them in its error metrics.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	var stream v1alpha1.ReleaseStream
 	if err := r.Get(ctx, req.NamespacedName, &stream); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.imports.forget(req.NamespacedName)
+			forgetStream(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	now := r.Clock.Now()
-	s := &streamSync{r: r, stream: &stream, status: stream.Status.DeepCopy(), now: now}
+	s := &streamSync{r: r, stream: &stream, now: r.Clock.Now()}
 	defer func() {
-		if patchErr := s.writeStatus(ctx); patchErr != nil {
-			err = errors.Join(err, patchErr)
+		if writeErr := s.writeStatus(ctx); writeErr != nil {
+			err = errors.Join(err, writeErr)
+		}
+		err = errors.Join(err, s.failed())
+		if err != nil {
+			result = ctrl.Result{} // the rate limiter decides when to retry
+			return
 		}
 		result = ctrl.Result{RequeueAfter: s.requeueAfter}
 	}()
-	return ctrl.Result{}, s.run(ctx)
+	s.run(ctx)
+	return ctrl.Result{}, nil
 }
 
 // streamSync is one reconcile of one stream.
 type streamSync struct {
 	r            *Reconciler
 	stream       *v1alpha1.ReleaseStream
-	status       *v1alpha1.ReleaseStreamStatus
 	now          time.Time
 	payloads     []v1alpha1.ReleasePayload // newest first
+	listed       bool
 	requeueAfter time.Duration
-	ready        metav1.Condition
-	failures     []string
+	pass         pass
 }
 
 func (s *streamSync) requeue(d time.Duration) {
@@ -112,21 +144,32 @@ func (s *streamSync) requeue(d time.Duration) {
 	}
 }
 
-// fail records a failed step; the other steps still run, the stream is not Ready.
-func (s *streamSync) fail(step string, err error) {
-	s.failures = append(s.failures, fmt.Sprintf("%s: %v", step, err))
+// fail records a failed step of the pass and reports it on obj (the stream, or the payload
+// the step was about): the other steps still run, and the stream is not Ready.
+func (s *streamSync) fail(ctx context.Context, obj client.Object, reason, action, step string, err error) {
+	s.pass.Failures = append(s.pass.Failures, stepFailure{Step: step, Reason: reason, Err: err})
+	stepFailures.WithLabelValues(s.stream.Namespace, s.stream.Name, reason).Inc()
+	s.r.report.Fail(ctx, obj, reason, action, step, err)
 }
 
-func (s *streamSync) run(ctx context.Context) error {
+// failed is the pass's failures as one error; nil when none.
+func (s *streamSync) failed() error {
+	errs := make([]error, 0, len(s.pass.Failures))
+	for _, f := range s.pass.Failures {
+		errs = append(errs, fmt.Errorf("stream %s/%s: %s: %w", s.stream.Namespace, s.stream.Name, f.Step, f.Err))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *streamSync) run(ctx context.Context) {
 	pinned, resolved := s.importComponents(ctx)
 	if err := s.listPayloads(ctx); err != nil {
-		return err
+		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "List", "listing payloads", err)
+		return
 	}
 	s.abortSuperseded(ctx)
 	if resolved {
 		s.createPayload(ctx, pinned)
-	} else {
-		s.ready = metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonComponentsUnresolved, Message: "no payload is created until every component resolves"}
 	}
 	accepted := acceptedSources(s.payloads)
 	for i := range s.payloads {
@@ -141,21 +184,25 @@ func (s *streamSync) run(ctx context.Context) error {
 	s.recordUpgrades(ctx)
 	s.publish(ctx)
 	s.collect(ctx)
-	return nil
 }
 
 // importComponents resolves the components followed by tag, when their interval or backoff has
 // passed, and returns every component pinned by digest; resolved is false while any is not.
+// Components that begin to fail (or fail differently) are reported in one Warning Event.
 func (s *streamSync) importComponents(ctx context.Context) (pinned []v1alpha1.PinnedComponent, resolved bool) {
 	interval := s.r.ImportInterval
 	previous := map[string]v1alpha1.ComponentStatus{}
-	for _, c := range s.status.Components {
+	for _, c := range s.stream.Status.Components {
 		previous[c.Name] = c
 	}
-	specChanged := s.status.ObservedGeneration != s.stream.Generation
-	statuses := make([]v1alpha1.ComponentStatus, 0, len(s.stream.Spec.Components))
-	var unresolved []string
 	key := types.NamespacedName{Namespace: s.stream.Namespace, Name: s.stream.Name}
+	// A changed spec resolves every component again. The generation last imported is kept in
+	// memory (as the import times are), not taken from observedGeneration, which a failed pass
+	// does not move.
+	specChanged := s.r.imports.generation(key) != s.stream.Generation
+	statuses := make([]v1alpha1.ComponentStatus, 0, len(s.stream.Spec.Components))
+	var newErrors []string
+	resolved = true
 	for _, c := range s.stream.Spec.Components {
 		st := previous[c.Name]
 		st.Name = c.Name
@@ -163,65 +210,73 @@ func (s *streamSync) importComponents(ctx context.Context) (pinned []v1alpha1.Pi
 		if due {
 			digestRef, err := s.r.Registry.Resolve(ctx, c.Image)
 			s.r.imports.set(key, c.Name, s.now)
+			if err != nil {
+				importErrors.WithLabelValues(s.stream.Namespace, s.stream.Name).Inc()
+				err = errors.New(conditions.Truncate(err.Error(), conditions.MaxErrorLength))
+			}
+			before := st.Error
 			st = ImportResult(st, digestRef, err, s.now)
 			wait = interval
 			if err != nil {
 				wait = ImportBackoff(st.Failures)
+				if st.Error != before {
+					newErrors = append(newErrors, fmt.Sprintf("%s (%s)", c.Name, st.Error))
+				}
 			}
 		}
 		s.requeue(wait)
 		if st.Error != "" || st.Image == "" {
-			unresolved = append(unresolved, fmt.Sprintf("%s (%s)", c.Name, st.Error))
+			resolved = false
 		} else {
 			pinned = append(pinned, v1alpha1.PinnedComponent{Name: c.Name, Image: st.Image, Source: c.Image})
 		}
 		statuses = append(statuses, st)
 	}
-	s.status.Components = statuses
-	imported := metav1.Condition{Type: v1alpha1.ConditionImported, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonComponentsResolved,
-		Message: fmt.Sprintf("all %d components resolved", len(statuses))}
-	if len(unresolved) > 0 {
-		imported.Status, imported.Reason = metav1.ConditionFalse, v1alpha1.ReasonComponentsUnresolved
-		imported.Message = fmt.Sprintf("%d of %d components did not resolve; retrying with backoff: %s", len(unresolved), len(statuses), strings.Join(unresolved, "; "))
+	s.r.imports.setGeneration(key, s.stream.Generation)
+	s.pass.Components = statuses
+	if len(newErrors) > 0 {
+		s.r.report.Warningf(ctx, s.stream, nil, v1alpha1.EventImportFailed, "Import",
+			"%d of %d components did not resolve; retrying with backoff: %s", len(newErrors), len(statuses), strings.Join(newErrors, "; "))
 	}
-	s.setCondition(imported)
-	return pinned, len(unresolved) == 0
+	return pinned, resolved
 }
 
 func (s *streamSync) listPayloads(ctx context.Context) error {
 	var list v1alpha1.ReleasePayloadList
 	if err := s.r.List(ctx, &list, client.InNamespace(s.stream.Namespace), client.MatchingFields{IndexStream: s.stream.Name}); err != nil {
-		return fmt.Errorf("listing payloads of stream %s: %w", s.stream.Name, err)
+		return err
 	}
 	s.payloads = list.Items
+	s.listed = true
 	NewestFirst(s.payloads)
 	return nil
 }
 
-// abortSuperseded marks pending payloads older than the newest as aborted and stops their builds.
+// abortSuperseded marks pending payloads older than the newest as aborted and stops their
+// builds. The payload controller then fails them (and reports it).
 func (s *streamSync) abortSuperseded(ctx context.Context) {
 	for _, p := range ToAbort(s.payloads) {
 		reason := fmt.Sprintf("superseded by %s before its image was built", s.payloads[0].Name)
 		patch := client.MergeFrom(p.DeepCopy())
 		metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AnnotationAborted, reason)
 		if err := s.r.Patch(ctx, p, patch); err != nil {
-			s.fail("aborting "+p.Name, err)
+			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Abort", "aborting "+p.Name, err)
 			continue
 		}
 		background := metav1.DeletePropagationBackground
-		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: CreationJobName(p.Name)}}
+		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: jobcontract.CreationJobName(p.Name)}}
 		if err := s.r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &background}); client.IgnoreNotFound(err) != nil {
-			s.fail("stopping the build of "+p.Name, err)
+			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Abort", "stopping the build of "+p.Name, err)
 		}
 	}
 }
 
 func (s *streamSync) createPayload(ctx context.Context, pinned []v1alpha1.PinnedComponent) {
 	hash := ComponentsHash(pinned)
-	s.status.ComponentsHash = hash
+	s.pass.ComponentsHash = hash
 	decision := DecideCreate(&s.stream.Spec, hash, s.payloads, s.now)
+	s.pass.Decision = &decision
 	s.requeue(decision.RequeueAfter)
-	s.ready = metav1.Condition{Status: metav1.ConditionTrue, Reason: decision.Reason, Message: decision.Message}
 	if !decision.Create {
 		return
 	}
@@ -229,8 +284,7 @@ func (s *streamSync) createPayload(ctx context.Context, pinned []v1alpha1.Pinned
 	if s.stream.Spec.MirrorRepository != "" {
 		mirrored, err := s.mirror(ctx, tag, pinned)
 		if err != nil {
-			s.ready = metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonMirrorFailed, Message: err.Error()}
-			s.requeue(ImportBackoff(1))
+			s.fail(ctx, s.stream, v1alpha1.ReasonMirrorFailed, "Mirror", "mirroring the components of "+tag, err)
 			return
 		}
 		pinned = mirrored
@@ -241,10 +295,11 @@ func (s *streamSync) createPayload(ctx context.Context, pinned []v1alpha1.Pinned
 			s.requeue(time.Second) // created in this very second already: the next tag comes with the next second
 			return
 		}
-		s.fail("creating payload "+tag, err)
+		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Create", "creating payload "+tag, err)
 		return
 	}
-	s.ready.Message = fmt.Sprintf("created payload %s", tag)
+	s.pass.Created = tag
+	s.r.report.Eventf(ctx, s.stream, p, v1alpha1.EventPayloadCreated, "Create", "created payload %s of %d components", tag, len(pinned))
 	s.payloads = append([]v1alpha1.ReleasePayload{*p}, s.payloads...)
 }
 
@@ -268,33 +323,49 @@ func (s *streamSync) build(ctx context.Context, p *v1alpha1.ReleasePayload) {
 	if result.Name != "" || result.Status == v1alpha1.CreationJobSuccess || result.Status == v1alpha1.CreationJobFailed {
 		return
 	}
-	if jobs, err := s.jobsOf(ctx, p); err != nil || jobs.creation > 0 {
+	jobs, err := s.jobsOf(ctx, p)
+	if err != nil {
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Build", "listing the jobs of "+p.Name, err)
+		return
+	}
+	if jobs.creation > 0 {
 		return
 	}
 	job := NewCreationJob(p, s.r.BuildImage, s.r.BuildServiceAccount)
-	if err := s.r.Create(ctx, job); client.IgnoreAlreadyExists(err) != nil {
-		s.fail("creating the build job of "+p.Name, err)
+	switch err := s.r.Create(ctx, job); {
+	case apierrors.IsAlreadyExists(err):
+	case err != nil:
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Build", "creating the build job of "+p.Name, err)
+	default:
+		s.r.report.Eventf(ctx, p, job, v1alpha1.EventBuildStarted, "Build", "created the creation job %s (image %s)", job.Name, s.r.BuildImage)
 	}
 }
 
 // recordImage records the digest of a built payload's image in its status.
+//
+// This is the one write of a payload's status outside the payload controller: the payload
+// controller reads only the cache and the jobs, while the digest comes from the registry, which
+// the stream controller talks to already. It sets status.payloadImage once, after the creation
+// job succeeded, with an optimistic lock; the payload controller's ComputeStatus carries the
+// field over untouched, and its own writes are optimistically locked too, so neither loses
+// the other's.
 func (s *streamSync) recordImage(ctx context.Context, p *v1alpha1.ReleasePayload) {
 	if p.Status.ReleaseCreationJobResult.Status != v1alpha1.CreationJobSuccess || p.Status.PayloadImage != "" {
 		return
 	}
 	ref, err := s.r.Registry.Resolve(ctx, p.Spec.PayloadCreationConfig.Repository+":"+p.Name)
 	if err != nil {
-		s.fail("resolving the image of "+p.Name, err)
-		s.requeue(ImportBackoff(1))
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "resolving the image of "+p.Name, err)
 		return
 	}
 	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	p.Status.PayloadImage = ref
 	if err := s.r.Status().Patch(ctx, p, patch); err != nil {
-		if !apierrors.IsConflict(err) {
-			s.fail("recording the image of "+p.Name, err)
+		if apierrors.IsConflict(err) {
+			s.requeue(time.Second) // the cache is behind the payload controller's write
+			return
 		}
-		s.requeue(time.Second)
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "recording the image of "+p.Name, err)
 	}
 }
 
@@ -314,7 +385,7 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 		patch := client.MergeFrom(p.DeepCopy())
 		metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AnnotationUpgradeSkipped, joinSet(skipped))
 		if err := s.r.Patch(ctx, p, patch); err != nil {
-			s.fail("recording skipped upgrades of "+p.Name, err)
+			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "recording skipped upgrades of "+p.Name, err)
 		}
 	}
 	if len(plan.Launches) == 0 {
@@ -322,27 +393,49 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 	}
 	jobs, err := s.jobsOf(ctx, p)
 	if err != nil {
-		s.fail("listing the jobs of "+p.Name, err)
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "listing the jobs of "+p.Name, err)
 		return
 	}
 	// Runs launched already that the payload controller has not recorded yet are left out.
 	launches := slices.DeleteFunc(plan.Launches, func(l verify.Launch) bool {
-		return jobs.names[verify.RunName(p.Name, l.Verification.Name, l.Attempt)]
+		return jobs.names[jobcontract.RunName(p.Name, l.Verification.Name, l.Attempt)]
 	})
 	if len(launches) == 0 {
 		return
 	}
 	templates, err := s.verificationTemplates(ctx, p)
 	if err != nil {
-		s.fail("reading the verifications of "+p.Name, err)
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "reading the verifications of "+p.Name, err)
 		return
 	}
 	for _, l := range launches {
 		l.Verification = templates[l.Verification.Name]
-		name := verify.RunName(p.Name, l.Verification.Name, l.Attempt)
-		if err := s.launch(ctx, p, l); err != nil {
-			s.fail(fmt.Sprintf("launching %s of %s", name, p.Name), err)
+		name := jobcontract.RunName(p.Name, l.Verification.Name, l.Attempt)
+		created, err := s.launch(ctx, p, l)
+		switch {
+		case err != nil:
+			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", fmt.Sprintf("launching %s of %s", name, p.Name), err)
+		case created:
+			s.reportLaunch(ctx, p, l, name)
 		}
+	}
+}
+
+// reportLaunch reports a launched run: its verification started, or was retried.
+func (s *streamSync) reportLaunch(ctx context.Context, p *v1alpha1.ReleasePayload, l verify.Launch, name string) {
+	from := ""
+	if l.UpgradeFrom != "" {
+		from = ", upgrading from " + l.UpgradeFrom
+	}
+	switch v := l.Verification; {
+	case v.Aggregation != nil:
+		s.r.report.Eventf(ctx, p, nil, v1alpha1.EventVerificationStarted, "Verify",
+			"started %s: run %d of %d of the aggregated verification %s%s", name, l.Attempt, v.Aggregation.Runs, v.Name, from)
+	case l.Attempt == 1:
+		s.r.report.Eventf(ctx, p, nil, v1alpha1.EventVerificationStarted, "Verify", "started %s: verification %s%s", name, v.Name, from)
+	default:
+		s.r.report.Eventf(ctx, p, nil, v1alpha1.EventVerificationRetried, "Verify",
+			"retrying verification %s: started %s, attempt %d of %d%s", v.Name, name, l.Attempt, v.MaxRetries+1, from)
 	}
 }
 
@@ -364,30 +457,38 @@ func (s *streamSync) verificationTemplates(ctx context.Context, p *v1alpha1.Rele
 	return byName, nil
 }
 
-func (s *streamSync) launch(ctx context.Context, p *v1alpha1.ReleasePayload, l verify.Launch) error {
+// launch creates the run's Job or ProwJob; created is false when it existed already.
+func (s *streamSync) launch(ctx context.Context, p *v1alpha1.ReleasePayload, l verify.Launch) (created bool, err error) {
 	if l.Verification.ProwJob != nil {
 		if !s.r.WatchProwJobs {
-			return fmt.Errorf("verification %s uses a ProwJob, but this cluster does not serve prow.k8s.io/v1 ProwJobs", l.Verification.Name)
+			return false, fmt.Errorf("verification %s uses a ProwJob, but this cluster does not serve prow.k8s.io/v1 ProwJobs", l.Verification.Name)
 		}
 		pj, err := verify.NewProwJob(p, l)
 		if err != nil {
-			return err
+			return false, err
+		}
+		if !s.r.Jobs.Watches(v1alpha1.RunKindProwJob, pj.Namespace) {
+			// Created there, it would never be seen again: its payload would wait forever.
+			return false, fmt.Errorf("verification %s creates ProwJobs in namespace %s, which this controller does not watch: add it to --prowjob-namespace", l.Verification.Name, pj.Namespace)
 		}
 		if err := s.r.Create(ctx, pj); err != nil {
-			return client.IgnoreAlreadyExists(err)
+			return false, client.IgnoreAlreadyExists(err)
 		}
 		if pj.Status.State == "" {
 			// The status subresource drops status on create; Prow expects new jobs triggered.
 			pj.Status = verify.TriggeredStatus(metav1.NewTime(s.now))
-			return s.r.Status().Update(ctx, pj)
+			return true, s.r.Status().Update(ctx, pj)
 		}
-		return nil
+		return true, nil
 	}
 	job, err := verify.NewJob(p, l)
 	if err != nil {
-		return err
+		return false, err
 	}
-	return client.IgnoreAlreadyExists(s.r.Create(ctx, job))
+	if err := s.r.Create(ctx, job); err != nil {
+		return false, client.IgnoreAlreadyExists(err)
+	}
+	return true, nil
 }
 
 // payloadJobs are the jobs of one payload or stream, from the job cache.
@@ -414,28 +515,57 @@ func jobsOfRecords(records []*payload.JobRecord) payloadJobs {
 	return jobs
 }
 
-// recordUpgrades keeps every finished upgrade run in the stream's upgrade graph.
+// recordUpgrades keeps every finished upgrade run in the stream's upgrade graph, a ConfigMap
+// the stream owns (labelled release-controller.dev/stream=<stream>). A ConfigMap of that name
+// that is not the stream's is left alone: the UpgradeGraphRecorded condition says so and the
+// pass fails, so it is retried with backoff, not in a loop.
 func (s *streamSync) recordUpgrades(ctx context.Context) {
-	cm := &corev1.ConfigMap{}
 	key := types.NamespacedName{Namespace: s.stream.Namespace, Name: UpgradeGraphName(s.stream.Name)}
+	failed := func(reason, message string, err error) {
+		s.pass.UpgradeGraph = &graphOutcome{Reason: reason, Message: message}
+		failReason := reason
+		if reason == v1alpha1.ReasonUpgradeGraphWriteFailed {
+			failReason = v1alpha1.ReasonReconcileFailed
+		}
+		s.fail(ctx, s.stream, failReason, "RecordUpgrades", "recording upgrade results in ConfigMap "+key.Name, err)
+	}
+	notOwned := func(why string) {
+		err := fmt.Errorf("ConfigMap %s %s; the controller leaves it alone: delete or rename it to record upgrade results", key.Name, why)
+		failed(v1alpha1.ReasonUpgradeGraphNotOwned, err.Error(), err)
+	}
+	// The cache holds only ConfigMaps labelled with a stream: a hand-made one is not found here
+	// and is told apart by the create that fails.
+	cm := &corev1.ConfigMap{}
 	var graph UpgradeGraph
 	exists := true
-	if err := s.r.Get(ctx, key, cm); apierrors.IsNotFound(err) {
+	switch err := s.r.Get(ctx, key, cm); {
+	case apierrors.IsNotFound(err):
 		exists = false
-	} else if err != nil {
-		s.fail("reading the upgrade graph", err)
+	case err != nil:
+		failed(v1alpha1.ReasonUpgradeGraphWriteFailed, "reading the upgrade graph failed: "+err.Error(), err)
 		return
-	} else if err := json.Unmarshal([]byte(cm.Data[UpgradeGraphKey]), &graph); err != nil && cm.Data[UpgradeGraphKey] != "" {
-		s.fail("reading the upgrade graph", err)
+	case cm.Labels[v1alpha1.LabelStream] != s.stream.Name:
+		notOwned(fmt.Sprintf("belongs to stream %q (label %s)", cm.Labels[v1alpha1.LabelStream], v1alpha1.LabelStream))
 		return
+	default:
+		if data := cm.Data[UpgradeGraphKey]; data != "" {
+			if err := json.Unmarshal([]byte(data), &graph); err != nil {
+				failed(v1alpha1.ReasonUpgradeGraphUnreadable, fmt.Sprintf("key %s of ConfigMap %s is not an upgrade graph: %v", UpgradeGraphKey, key.Name, err), err)
+				return
+			}
+		}
 	}
+	upToDate := &graphOutcome{Reason: v1alpha1.ReasonUpgradeGraphUpToDate, Message: "upgrade results are recorded in ConfigMap " + key.Name}
 	updated, changed := RecordUpgrades(graph, s.payloads)
 	if !changed {
+		if exists {
+			s.pass.UpgradeGraph = upToDate
+		}
 		return
 	}
 	data, err := json.Marshal(updated)
 	if err != nil {
-		s.fail("writing the upgrade graph", err)
+		failed(v1alpha1.ReasonUpgradeGraphWriteFailed, "encoding the upgrade graph failed: "+err.Error(), err)
 		return
 	}
 	if !exists {
@@ -443,34 +573,47 @@ func (s *streamSync) recordUpgrades(ctx context.Context) {
 			Labels: map[string]string{v1alpha1.LabelStream: s.stream.Name}}}
 		cm.Data = map[string]string{UpgradeGraphKey: string(data)}
 		err = s.r.Create(ctx, cm)
+		if apierrors.IsAlreadyExists(err) {
+			notOwned(fmt.Sprintf("exists without the label %s=%s", v1alpha1.LabelStream, s.stream.Name))
+			return
+		}
 	} else {
-		cm.Data = map[string]string{UpgradeGraphKey: string(data)}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		cm.Data[UpgradeGraphKey] = string(data)
 		err = s.r.Update(ctx, cm)
+		if apierrors.IsConflict(err) {
+			s.requeue(time.Second) // the cache is behind: the next pass reads the graph again
+			return
+		}
 	}
 	if err != nil {
-		s.fail("writing the upgrade graph", err)
-		s.requeue(time.Second)
+		failed(v1alpha1.ReasonUpgradeGraphWriteFailed, "writing the upgrade graph failed: "+err.Error(), err)
+		return
 	}
+	s.pass.UpgradeGraph = upToDate
 }
 
 // publish points the stream's publish tags at the newest accepted payload.
 func (s *streamSync) publish(ctx context.Context) {
 	newest := NewestAccepted(s.payloads)
-	if newest == nil {
+	if newest == nil || len(s.stream.Spec.PublishTags) == 0 {
 		return
 	}
-	s.status.LatestAccepted = newest.Name
-	if len(s.stream.Spec.PublishTags) == 0 || s.status.PublishedImage == newest.Status.PayloadImage {
+	if s.stream.Status.PublishedImage == newest.Status.PayloadImage {
+		s.pass.Published = newest.Status.PayloadImage
 		return
 	}
 	for _, tag := range s.stream.Spec.PublishTags {
 		if err := s.r.Registry.Tag(ctx, newest.Status.PayloadImage, tag); err != nil {
-			s.fail("publishing "+newest.Name, err)
-			s.requeue(ImportBackoff(1))
+			s.fail(ctx, s.stream, v1alpha1.ReasonPublishFailed, "Publish", fmt.Sprintf("publishing %s as %s", newest.Name, tag), err)
 			return
 		}
 	}
-	s.status.PublishedImage = newest.Status.PayloadImage
+	s.pass.Published = newest.Status.PayloadImage
+	s.r.report.Eventf(ctx, s.stream, newest, v1alpha1.EventPublished, "Publish", "moved the tags %s to payload %s (%s)",
+		strings.Join(s.stream.Spec.PublishTags, ", "), newest.Name, newest.Status.PayloadImage)
 }
 
 // collect deletes what the retention rules no longer keep: payloads (and their images, when
@@ -480,15 +623,16 @@ func (s *streamSync) collect(ctx context.Context) {
 	for _, p := range Collect(s.stream.Spec.Retention, s.payloads, s.now) {
 		if s.stream.Spec.Retention.DeleteImages {
 			if err := s.r.Registry.Delete(ctx, p.Spec.PayloadCreationConfig.Repository+":"+p.Name); err != nil && !registryclient.IsNotFound(err) {
-				s.fail("deleting the image of "+p.Name, err)
+				s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting the image of "+p.Name, err)
 				continue
 			}
 		}
 		if err := s.r.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
-			s.fail("deleting payload "+p.Name, err)
+			s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting payload "+p.Name, err)
 			continue
 		}
 		collected[p.Name] = true
+		s.r.report.Eventf(ctx, s.stream, nil, v1alpha1.EventPayloadCollected, "Collect", "deleted payload %s (%s): the retention rules no longer keep it", p.Name, p.Status.Phase)
 	}
 	remaining := s.payloads[:0:0]
 	for _, p := range s.payloads {
@@ -500,13 +644,13 @@ func (s *streamSync) collect(ctx context.Context) {
 
 	records, err := s.r.Jobs.ByStream(ctx, s.stream.Namespace, s.stream.Name)
 	if err != nil {
-		s.fail("listing jobs", err)
+		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "listing jobs", err)
 		return
 	}
 	jobs := jobsOfRecords(records)
 	existing := map[string]*v1alpha1.ReleasePayload{}
 	for i := range s.payloads {
-		existing[payload.PayloadKey(s.payloads[i].Namespace, s.payloads[i].Name)] = &s.payloads[i]
+		existing[jobcontract.PayloadKey(s.payloads[i].Namespace, s.payloads[i].Name)] = &s.payloads[i]
 	}
 	for i := range jobs.infos {
 		j := &jobs.infos[i]
@@ -529,7 +673,7 @@ func (s *streamSync) collect(ctx context.Context) {
 		obj.SetNamespace(j.Namespace)
 		obj.SetName(j.Name)
 		if err := s.r.Delete(ctx, obj, &client.DeleteOptions{PropagationPolicy: &background}); client.IgnoreNotFound(err) != nil {
-			s.fail("deleting job "+j.Name, err)
+			s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting job "+j.Name, err)
 		}
 	}
 }
@@ -552,34 +696,21 @@ func recorded(p *v1alpha1.ReleasePayload, j *JobInfo) bool {
 	return false
 }
 
-func (s *streamSync) setCondition(c metav1.Condition) {
-	c.ObservedGeneration = s.stream.Generation
-	c.LastTransitionTime = metav1.NewTime(s.now)
-	meta.SetStatusCondition(&s.status.Conditions, c)
-}
-
-// writeStatus writes the stream's status if it changed.
+// writeStatus writes the status ComputeStatus makes of the pass, if it changed, and updates
+// the stream's metrics.
 func (s *streamSync) writeStatus(ctx context.Context) error {
-	s.status.ObservedGeneration = s.stream.Generation
-	if len(s.payloads) > 0 {
-		s.status.LatestPayload = s.payloads[0].Name
+	if s.pass.Listed = s.listed; s.listed {
+		s.pass.Payloads = s.payloads
+		observePayloads(s.stream, s.payloads)
 	}
-	s.status.Payloads = Counts(s.payloads)
-	ready := s.ready
-	ready.Type = v1alpha1.ConditionReady
-	if len(s.failures) > 0 {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, v1alpha1.ReasonReconcileFailed, strings.Join(s.failures, "; ")
-		s.requeue(ImportBackoff(1))
-	}
-	if ready.Reason != "" {
-		s.setCondition(ready)
-	}
-	if equality.Semantic.DeepEqual(*s.status, s.stream.Status) {
+	status := ComputeStatus(s.stream, s.pass, s.now)
+	if equality.Semantic.DeepEqual(status, s.stream.Status) {
 		return nil
 	}
 	patch := client.MergeFrom(s.stream.DeepCopy())
-	s.stream.Status = *s.status
+	s.stream.Status = status
 	if err := s.r.Status().Patch(ctx, s.stream, patch); client.IgnoreNotFound(err) != nil {
+		s.r.report.Fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the status", err)
 		return fmt.Errorf("writing status of stream %s/%s: %w", s.stream.Namespace, s.stream.Name, err)
 	}
 	return nil
@@ -593,6 +724,13 @@ func acceptedSources(payloads []v1alpha1.ReleasePayload) []verify.UpgradeSource 
 		}
 	}
 	return sources
+}
+
+// NewRateLimiter is the stream controller's rate limiter: per stream, FailureBackoffBase after
+// a failed pass, doubling up to FailureBackoffMax. (controller-runtime's default goes up to
+// 1,000 s, which would hold a stream's imports back for a quarter of an hour.)
+func NewRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](FailureBackoffBase, FailureBackoffMax)
 }
 
 // SetupWithManager registers the controller and the payload-by-stream index; r.Jobs must
@@ -610,6 +748,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.Registry == nil {
 		r.Registry = registryclient.New()
 	}
+	if r.Events == nil {
+		r.Events = mgr.GetEventRecorder(eventlog.Reporter)
+	}
+	r.report = eventlog.Recorder{Events: r.Events}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ReleasePayload{}, IndexStream, func(obj client.Object) []string {
 		return []string{obj.(*v1alpha1.ReleasePayload).Spec.PayloadCoordinates.Stream}
 	}); err != nil {
@@ -622,6 +764,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 			p := obj.(*v1alpha1.ReleasePayload)
 			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.PayloadCoordinates.Stream}}}
 		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, RateLimiter: NewRateLimiter()}).
 		Complete(r)
 }

@@ -104,6 +104,38 @@ func TestReleaseFlow(t *testing.T) {
 			HaveField("From", first.Name), HaveField("To", second.Name), HaveField("State", v1alpha1.JobFailure)))
 	}).WithTimeout(waitTimeout).Should(Succeed())
 	g.Expect(digestOf(t, repo(ns, "release")+":latest")).To(Equal(firstImage))
+
+	// Every transition is an Event on the stream or the payload.
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(eventsOf(g, ns, "ReleaseStream", "nightly")).To(ContainElements(v1alpha1.EventPayloadCreated, v1alpha1.EventPublished))
+		g.Expect(eventsOf(g, ns, "ReleasePayload", first.Name)).To(ContainElements(
+			v1alpha1.EventBuildStarted, v1alpha1.EventBuildSucceeded, v1alpha1.EventVerificationStarted, v1alpha1.EventAccepted))
+		g.Expect(eventsOf(g, ns, "ReleasePayload", second.Name)).To(ContainElements(
+			v1alpha1.EventBuildStarted, v1alpha1.EventBuildSucceeded, v1alpha1.EventVerificationStarted,
+			v1alpha1.EventVerificationFailed, v1alpha1.EventRejected))
+	}).WithTimeout(waitTimeout).Should(Succeed())
+
+	// The release flow's metrics, scraped from the registry the controllers count in.
+	streamLabels := map[string]string{"namespace": ns, "stream": "nightly"}
+	with := func(extra map[string]string) map[string]string {
+		labels := map[string]string{"namespace": ns, "stream": "nightly"}
+		for k, v := range extra {
+			labels[k] = v
+		}
+		return labels
+	}
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(metricValue(t, "release_controller_payloads", with(map[string]string{"phase": "Accepted"}))).To(BeEquivalentTo(1))
+		g.Expect(metricValue(t, "release_controller_payloads", with(map[string]string{"phase": "Rejected"}))).To(BeEquivalentTo(1))
+		g.Expect(metricValue(t, "release_controller_payloads", streamLabels)).To(BeEquivalentTo(2))
+	}).WithTimeout(waitTimeout).Should(Succeed())
+	g.Expect(metricValue(t, "release_controller_payload_verdict_seconds", with(map[string]string{"phase": "Accepted"}))).To(BeEquivalentTo(1))
+	g.Expect(metricValue(t, "release_controller_payload_verdict_seconds", with(map[string]string{"phase": "Rejected"}))).To(BeEquivalentTo(1))
+	g.Expect(metricValue(t, "release_controller_verification_runs_total", with(map[string]string{"verification": "e2e", "result": "Success"}))).To(BeEquivalentTo(2))
+	g.Expect(metricValue(t, "release_controller_verification_runs_total", with(map[string]string{"verification": "upgrade", "result": "Failure"}))).To(BeEquivalentTo(1))
+	g.Expect(metricValue(t, "release_controller_verification_duration_seconds", with(map[string]string{"verification": "upgrade", "result": "Failure"}))).To(BeEquivalentTo(1))
+	g.Expect(metricValue(t, "release_controller_import_errors_total", streamLabels)).To(BeZero())
+	g.Expect(metricValue(t, "release_controller_stream_step_failures_total", streamLabels)).To(BeZero())
 }
 
 // TestRejectedPayloadSurvivesANewerAcceptance: retention keeps the newest rejected and failed
@@ -160,6 +192,9 @@ func TestUnresolvedComponentBlocksCreation(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring("web ("))
 		g.Expect(s.Status.Components[1].Failures).To(BeNumerically(">=", 1))
 	})
+	if n := metricValue(t, "release_controller_import_errors_total", map[string]string{"namespace": ns, "stream": "nightly"}); n < 1 {
+		t.Errorf("release_controller_import_errors_total = %v", n)
+	}
 	NewWithT(t).Consistently(func(g Gomega) { g.Expect(payloads(g, ns)).To(BeEmpty()) }).WithTimeout(time.Second).Should(Succeed())
 	pushImage(t, repo(ns, "web")+":latest", nil)
 	waitPayloads(t, ns, 1)
@@ -244,6 +279,10 @@ func TestRetriedVerification(t *testing.T) {
 	waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
 		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseAccepted))
 	})
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(eventsOf(g, ns, "ReleasePayload", p.Name)).To(ContainElements(
+			v1alpha1.EventVerificationStarted, v1alpha1.EventVerificationFailed, v1alpha1.EventVerificationRetried, v1alpha1.EventAccepted))
+	}).WithTimeout(waitTimeout).Should(Succeed())
 }
 
 func TestProwJobVerification(t *testing.T) {

@@ -14,9 +14,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
-
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
 // TagTimeFormat is the UTC time part of a release tag.
@@ -146,20 +145,18 @@ func Counts(payloads []v1alpha1.ReleasePayload) v1alpha1.PayloadCounts {
 
 // NewestAccepted returns the accepted payload with the highest version that has an image, or nil.
 func NewestAccepted(payloads []v1alpha1.ReleasePayload) *v1alpha1.ReleasePayload {
-	var newest *v1alpha1.ReleasePayload
-	var newestVersion *semver.Version
+	byTag := map[string]*v1alpha1.ReleasePayload{}
+	var tags []string
 	for i := range payloads {
 		p := &payloads[i]
-		if p.Status.Phase != v1alpha1.PhaseAccepted || p.Status.PayloadImage == "" {
-			continue
-		}
-		v, err := semver.NewVersion(p.Name)
-		if err != nil {
-			continue
-		}
-		if newest == nil || v.GreaterThan(newestVersion) {
-			newest, newestVersion = p, v
+		if p.Status.Phase == v1alpha1.PhaseAccepted && p.Status.PayloadImage != "" {
+			byTag[p.Name] = p
+			tags = append(tags, p.Name)
 		}
 	}
-	return newest
+	newest, ok := jobcontract.Newest(tags)
+	if !ok {
+		return nil
+	}
+	return byTag[newest]
 }

@@ -49,10 +49,28 @@ func ImportResult(prev v1alpha1.ComponentStatus, digestRef string, resolveErr er
 	return next
 }
 
-// importTimes remembers when each component of each stream was last resolved.
+// importTimes remembers when each component of each stream was last resolved, and the
+// stream's generation then.
 type importTimes struct {
-	mu   sync.Mutex
-	last map[types.NamespacedName]map[string]time.Time
+	mu          sync.Mutex
+	last        map[types.NamespacedName]map[string]time.Time
+	generations map[types.NamespacedName]int64
+}
+
+// generation is the stream's generation when it was last imported; 0 before.
+func (t *importTimes) generation(stream types.NamespacedName) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.generations[stream]
+}
+
+func (t *importTimes) setGeneration(stream types.NamespacedName, generation int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.generations == nil {
+		t.generations = map[types.NamespacedName]int64{}
+	}
+	t.generations[stream] = generation
 }
 
 func (t *importTimes) get(stream types.NamespacedName, component string) time.Time {
@@ -78,4 +96,5 @@ func (t *importTimes) forget(stream types.NamespacedName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.last, stream)
+	delete(t.generations, stream)
 }

@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/verify"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
 // UpgradeGraphKey is the ConfigMap key holding a stream's upgrade graph as JSON.
@@ -18,12 +18,12 @@ const UpgradeGraphKey = "graph.json"
 
 // UpgradeGraphName is the name of the ConfigMap holding a stream's upgrade graph.
 func UpgradeGraphName(stream string) string {
-	return verify.ObjectName(stream, "upgrade-graph")
+	return jobcontract.ObjectName(stream, "upgrade-graph")
 }
 
-// CreationJobName is the name of a payload's creation job.
+// CreationJobName is the name of a payload's creation job (jobcontract.CreationJobName).
 func CreationJobName(tag string) string {
-	return verify.ObjectName(tag, "build")
+	return jobcontract.CreationJobName(tag)
 }
 
 // NewPayload is the payload of stream for tag, pinning components and copying the stream's
@@ -64,26 +64,38 @@ func deepCopyVerifications(in []v1alpha1.Verification) []v1alpha1.Verification {
 // NewCreationJob is the Job that builds and pushes the payload's image with
 // `release-controller payload build`.
 func NewCreationJob(p *v1alpha1.ReleasePayload, image, serviceAccount string) *batchv1.Job {
+	contract := jobcontract.CreationJob(p)
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:       p.Namespace,
-			Name:            CreationJobName(p.Name),
-			Labels:          verify.Labels(p, v1alpha1.JobTypeCreation),
-			OwnerReferences: []metav1.OwnerReference{verify.OwnerReference(p)},
+			Name:            contract.Name(),
+			Labels:          contract.Labels(p.Namespace),
+			OwnerReferences: []metav1.OwnerReference{jobcontract.OwnerReference(p)},
 		},
 		Spec: batchv1.JobSpec{
 			// One retry covers a registry hiccup; a broken component fails the payload.
 			BackoffLimit:          ptr.To[int32](1),
 			ActiveDeadlineSeconds: ptr.To[int64](1800),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: verify.Labels(p, v1alpha1.JobTypeCreation)},
+				ObjectMeta: metav1.ObjectMeta{Labels: contract.Labels(p.Namespace)},
 				Spec: corev1.PodSpec{
 					RestartPolicy:      corev1.RestartPolicyNever,
 					ServiceAccountName: serviceAccount,
+					// Pod Security "restricted": the release-controller image runs as the
+					// numeric non-root user 65532 and writes no files.
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot:   ptr.To(true),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
 					Containers: []corev1.Container{{
 						Name:    "build",
 						Image:   image,
 						Command: []string{"release-controller", "payload", "build", "--payload", p.Namespace + "/" + p.Name},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+							ReadOnlyRootFilesystem:   ptr.To(true),
+						},
 						// A failed build's last output becomes its termination message, which
 						// the payload's PayloadFailed condition quotes.
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,

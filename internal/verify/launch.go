@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/payload"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
 // Backoff spaces the retries of a failed verification: Base after the first failure,
@@ -111,7 +111,7 @@ func PlanRuns(p *v1alpha1.ReleasePayload, now time.Time, backoff Backoff, accept
 				lastEnded = r.CompletionTime.Time
 			}
 		}
-		if failures >= v.MaxRetries+1 || ended >= payload.MaxRuns(v) {
+		if failures >= v.MaxRetries+1 || ended >= jobcontract.MaxRuns(v) {
 			continue
 		}
 		// The backoff grows with every run that ended.

@@ -3,7 +3,6 @@ package verify
 import (
 	"fmt"
 	"maps"
-	"strconv"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,21 +10,8 @@ import (
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 )
-
-// RunName is the deterministic name of a verification run's Job or ProwJob.
-func RunName(tag, verification string, attempt int32) string {
-	return ObjectName(tag, verification, strconv.Itoa(int(attempt)))
-}
-
-// Labels are the labels of every job the controller creates for a payload (a contract).
-func Labels(p *v1alpha1.ReleasePayload, jobType string) map[string]string {
-	return map[string]string{
-		v1alpha1.LabelStream:  p.Spec.PayloadCoordinates.Stream,
-		v1alpha1.LabelPayload: p.Name,
-		v1alpha1.LabelJobType: jobType,
-	}
-}
 
 // Env is the environment every verification run gets (a contract).
 func Env(p *v1alpha1.ReleasePayload, l Launch) []corev1.EnvVar {
@@ -40,10 +26,13 @@ func Env(p *v1alpha1.ReleasePayload, l Launch) []corev1.EnvVar {
 	return env
 }
 
+// runMeta is the object metadata of a run in namespace: the template's labels and
+// annotations with the job contract's on top.
 func runMeta(p *v1alpha1.ReleasePayload, l Launch, namespace string, base metav1.ObjectMeta) metav1.ObjectMeta {
+	run := jobcontract.VerificationRun(p, l.Verification.Name, l.Attempt, l.UpgradeFrom)
 	meta := metav1.ObjectMeta{
 		Namespace:   namespace,
-		Name:        RunName(p.Name, l.Verification.Name, l.Attempt),
+		Name:        run.Name(),
 		Labels:      maps.Clone(base.Labels),
 		Annotations: maps.Clone(base.Annotations),
 	}
@@ -53,29 +42,13 @@ func runMeta(p *v1alpha1.ReleasePayload, l Launch, namespace string, base metav1
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
-	maps.Copy(meta.Labels, Labels(p, v1alpha1.JobTypeVerification))
-	meta.Labels[v1alpha1.LabelVerify] = l.Verification.Name
-	meta.Annotations[v1alpha1.AnnotationAttempt] = strconv.Itoa(int(l.Attempt))
-	if l.UpgradeFrom != "" {
-		meta.Annotations[v1alpha1.AnnotationUpgradeFrom] = l.UpgradeFrom
-	}
+	maps.Copy(meta.Labels, run.Labels(namespace))
+	maps.Copy(meta.Annotations, run.Annotations())
 	if namespace == p.Namespace {
 		// Deleting the payload deletes its runs (where a garbage collector runs).
-		meta.OwnerReferences = []metav1.OwnerReference{OwnerReference(p)}
-	} else {
-		meta.Labels[v1alpha1.LabelPayloadNamespace] = p.Namespace
+		meta.OwnerReferences = []metav1.OwnerReference{jobcontract.OwnerReference(p)}
 	}
 	return meta
-}
-
-// OwnerReference points at the payload, without blocking its deletion.
-func OwnerReference(p *v1alpha1.ReleasePayload) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: v1alpha1.GroupVersion.String(),
-		Kind:       "ReleasePayload",
-		Name:       p.Name,
-		UID:        p.UID,
-	}
 }
 
 // withEnv sets the RELEASE_* variables in every container, replacing variables of the same

@@ -1,30 +1,27 @@
 package verify
 
 import (
-	"slices"
-
 	"github.com/Masterminds/semver/v3"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
 // SelectUpgradeSource picks the accepted release an upgrade verification of tag starts from,
-// comparing versions as semantic versions. accepted holds the tags of the stream's accepted
-// payloads, in any order; tags that are not semantic versions are ignored. ok is false when
-// there is no candidate.
+// comparing versions as semantic versions (jobcontract.Releases). accepted holds the tags of
+// the stream's accepted payloads, in any order; tags that are not semantic versions are
+// ignored. ok is false when there is no candidate.
 func SelectUpgradeSource(mode v1alpha1.UpgradeFrom, tag string, accepted []string) (string, bool) {
 	current, err := semver.NewVersion(tag)
 	if err != nil {
 		return "", false
 	}
-	var older []*semver.Version
-	for _, t := range accepted {
-		v, err := semver.NewVersion(t)
-		if err == nil && v.LessThan(current) {
-			older = append(older, v)
+	var older []*semver.Version // newest first
+	for _, r := range jobcontract.Releases(accepted) {
+		if r.Version.LessThan(current) {
+			older = append(older, r.Version)
 		}
 	}
-	slices.SortFunc(older, func(a, b *semver.Version) int { return b.Compare(a) }) // newest first
 	pick := func(match func(v *semver.Version) bool, skip int) (string, bool) {
 		for _, v := range older {
 			if !match(v) {

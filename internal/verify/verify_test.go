@@ -8,34 +8,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
 )
-
-func TestObjectName(t *testing.T) {
-	long := "4.15.0-0.nightly-multi-arch-priv-2026-11-22-093000"
-	tests := []struct {
-		parts []string
-		want  string
-	}{
-		{[]string{"4.15.0-2026-11-22-093000", "e2e", "1"}, "4.15.0-2026-11-22-093000-e2e-1"},
-		{[]string{long, "e2e-aws-ovn-upgrade-from-previous", "2"}, "4.15.0-0.nightly-multi-arch-priv-2026-11-22-093000-e-18b11c77e3"},
-	}
-	for _, tt := range tests {
-		got := ObjectName(tt.parts...)
-		if got != tt.want {
-			t.Errorf("ObjectName(%q) = %q, want %q", tt.parts, got, tt.want)
-		}
-		if len(got) > MaxNameLength || len(validation.IsDNS1123Subdomain(got)) > 0 || len(validation.IsValidLabelValue(got)) > 0 {
-			t.Errorf("ObjectName(%q) = %q is not a valid name and label value", tt.parts, got)
-		}
-	}
-	if ObjectName(long, "e2e-aws-ovn-upgrade-from-previous", "2") == ObjectName(long, "e2e-aws-ovn-upgrade-from-previous", "3") {
-		t.Error("long names of different runs collide")
-	}
-}
 
 func TestSelectUpgradeSource(t *testing.T) {
 	accepted := []string{
