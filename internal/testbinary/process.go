@@ -29,15 +29,20 @@ type Process struct {
 
 // Start starts binary with args, its output going to logPath (created). Stop it on every path.
 func Start(binary, logPath string, args ...string) (*Process, error) {
+	return StartCommand(Command(binary, args...), logPath)
+}
+
+// StartCommand starts cmd, made with Command and given whatever else it needs (Env, Dir), its
+// output going to logPath (created). Stop it on every path.
+func StartCommand(cmd *exec.Cmd, logPath string) (*Process, error) {
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		_ = log.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
+		return nil, fmt.Errorf("starting %s: %w", cmd.Path, err)
 	}
 	p := &Process{Cmd: cmd, LogPath: logPath, exited: make(chan struct{})}
 	go func() {

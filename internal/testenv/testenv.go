@@ -33,8 +33,20 @@ type Env struct {
 	env    *envtest.Environment
 }
 
+// Options change how the API server starts.
+type Options struct {
+	// APIServerFlags are set on kube-apiserver's command line, flag name (without dashes) to
+	// values, e.g. "audit-log-path": {"/tmp/audit.log"}.
+	APIServerFlags map[string][]string
+}
+
 // Start starts the API server and installs the CRDs under config/crd.
 func Start() (*Env, error) {
+	return StartWith(Options{})
+}
+
+// StartWith is Start with opts.
+func StartWith(opts Options) (*Env, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return nil, err
@@ -50,6 +62,9 @@ func Start() (*Env, error) {
 			filepath.Join(root, "config", "crd", "test"),
 		},
 		ErrorIfCRDPathMissing: true,
+	}
+	for flag, values := range opts.APIServerFlags {
+		env.ControlPlane.GetAPIServer().Configure().Set(flag, values...)
 	}
 	cfg, err := env.Start()
 	if err != nil {

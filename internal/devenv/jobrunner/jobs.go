@@ -45,23 +45,23 @@ func (r *Runner) reconcileJob(ctx context.Context, req reconcile.Request) (recon
 		// The run goes on, or ends now; its end reconciles the Job again.
 		return reconcile.Result{}, nil
 	}
-	if (cause != nil && cause != errSuspended) || !managedHere(&job) || r.root.Err() != nil {
-		return reconcile.Result{}, nil
+	if (cause != nil && !errors.Is(cause, errSuspended)) || !managedHere(&job) || r.root.Err() != nil {
+		return reconcile.Result{}, nil //nolint:nilerr // a stopped, foreign or unwatched Job is not a failure
 	}
 	if err := r.reader.Get(ctx, req.NamespacedName, &job); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	now := metav1.Now()
-	switch jobStopCause(&job) {
-	case nil:
-	case errSuspended:
+	switch cause := jobStopCause(&job); {
+	case cause == nil:
+	case errors.Is(cause, errSuspended):
 		return reconcile.Result{}, client.IgnoreNotFound(r.writeJob(ctx, &job, func(j *batchv1.Job) { suspendJob(j, now, 0) }))
 	default:
 		return reconcile.Result{}, nil
 	}
 
 	logPath := r.LogPath(job.Namespace, job.Name)
-	p, err := r.processFor(&job.Spec.Template.Spec, nil)
+	p, err := r.processFor(job.Namespace, &job.Spec.Template.Spec, nil)
 	if err != nil {
 		r.note(ctx, logPath, err.Error())
 		return reconcile.Result{}, client.IgnoreNotFound(r.writeJob(ctx, &job, func(j *batchv1.Job) {

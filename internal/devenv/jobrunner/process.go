@@ -7,22 +7,31 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // process is what runs for a pod: its argv and complete environment.
 type process struct {
 	argv []string
 	env  []string
+	// serviceAccount, when its Name is set, is the pod's service account: every run gets a
+	// kubeconfig holding a fresh token of it, put into env at tokenEnvAt (before the
+	// container's own env, which may still override KUBECONFIG).
+	serviceAccount types.NamespacedName
+	tokenEnvAt     int
 }
 
-// processFor builds the process for a pod's first container. extraEnv comes after the runner's
-// environment and before the container's env (Prow's job variables). The error says why the
-// pod cannot run locally; it becomes the object's failure message.
-func (r *Runner) processFor(pod *corev1.PodSpec, extraEnv []string) (process, error) {
+// processFor builds the process for a pod's first container, which runs in namespace.
+// extraEnv comes after the runner's environment and before the container's env (Prow's job
+// variables). The error says why the pod cannot run locally; it becomes the object's failure
+// message.
+func (r *Runner) processFor(namespace string, pod *corev1.PodSpec, extraEnv []string) (process, error) {
 	if pod == nil || len(pod.Containers) == 0 {
 		return process{}, errors.New("the pod has no containers")
 	}
@@ -41,6 +50,11 @@ func (r *Runner) processFor(pod *corev1.PodSpec, extraEnv []string) (process, er
 	}
 	env = append(env, r.opts.Env...)
 	env = append(env, extraEnv...)
+	var account types.NamespacedName
+	if r.opts.ServiceAccountAPIServer != nil && pod.ServiceAccountName != "" && ptr.Deref(pod.AutomountServiceAccountToken, true) {
+		account = types.NamespacedName{Namespace: namespace, Name: pod.ServiceAccountName}
+	}
+	tokenEnvAt := len(env)
 	for _, e := range c.Env {
 		if e.ValueFrom != nil {
 			return process{}, fmt.Errorf("container %q: env %s uses valueFrom, which the local job runner does not support; set a literal value", c.Name, e.Name)
@@ -55,7 +69,7 @@ func (r *Runner) processFor(pod *corev1.PodSpec, extraEnv []string) (process, er
 	if filepath.Base(argv[0]) == "release-controller" {
 		argv[0] = r.opts.Executable
 	}
-	return process{argv: argv, env: env}, nil
+	return process{argv: argv, env: env, serviceAccount: account, tokenEnvAt: tokenEnvAt}, nil
 }
 
 // expand replaces $(NAME) with NAME's value in env, as Kubernetes does in a container's command,
@@ -138,13 +152,23 @@ func (r *Runner) execute(ctx context.Context, logPath string, p process) error {
 	}
 	defer os.RemoveAll(dir)
 
-	path, err := lookPath(p.argv[0], p.env)
+	env := p.env
+	if p.serviceAccount.Name != "" {
+		kubeconfig, err := r.serviceAccountKubeconfig(ctx, p.serviceAccount)
+		if err != nil {
+			fmt.Fprintf(logFile, runnerNotePrefix+" %v\n", err)
+			return err
+		}
+		defer os.RemoveAll(filepath.Dir(kubeconfig))
+		env = slices.Insert(slices.Clone(p.env), p.tokenEnvAt, "KUBECONFIG="+kubeconfig)
+	}
+	path, err := lookPath(p.argv[0], env)
 	if err != nil {
 		fmt.Fprintf(logFile, runnerNotePrefix+" %v\n", err)
 		return err
 	}
 	cmd := &exec.Cmd{
-		Path: path, Args: p.argv, Env: p.env, Dir: dir, Stdout: logFile, Stderr: logFile,
+		Path: path, Args: p.argv, Env: env, Dir: dir, Stdout: logFile, Stderr: logFile,
 		// Its own process group, so that everything the command started can be killed with it.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
@@ -163,8 +187,8 @@ func (r *Runner) execute(ctx context.Context, logPath string, p process) error {
 	// A pod's processes end with it: kill the group also when its main process exited.
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	if killed {
-		<-done
-		fmt.Fprintf(logFile, runnerNotePrefix+" process killed: %v\n", context.Cause(ctx))
+		exit := <-done
+		fmt.Fprintf(logFile, runnerNotePrefix+" process killed: %v (%v)\n", context.Cause(ctx), exit)
 		return context.Cause(ctx)
 	}
 	if err != nil {

@@ -33,19 +33,19 @@ func (r *Runner) reconcileProwJob(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{}, nil
 	}
 	if cause != nil || !runsHere(&pj) || r.root.Err() != nil {
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, nil //nolint:nilerr // a stopped, foreign or unwatched ProwJob is not a failure
 	}
 	if err := r.reader.Get(ctx, req.NamespacedName, &pj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if prowJobStopCause(&pj) != nil {
-		return reconcile.Result{}, nil
+		return reconcile.Result{}, nil //nolint:nilerr // stopped meanwhile: nothing to run
 	}
 	now := metav1.Now()
 	url := r.logURL(KindProwJob, pj.Namespace, pj.Name)
 
 	logPath := r.LogPath(pj.Namespace, pj.Name)
-	p, err := r.processFor(pj.Spec.PodSpec, prowEnv(&pj))
+	p, err := r.processFor(prowPodNamespace(&pj), pj.Spec.PodSpec, prowEnv(&pj))
 	if err != nil {
 		// Prow's state for a job whose pod cannot be created.
 		r.note(ctx, logPath, err.Error())
@@ -143,4 +143,13 @@ func prowJobStopCause(pj *prowv1.ProwJob) error {
 // Tekton) are left alone.
 func runsHere(pj *prowv1.ProwJob) bool {
 	return pj.Spec.Agent == "" || pj.Spec.Agent == prowv1.KubernetesAgent
+}
+
+// prowPodNamespace is where Prow would run the ProwJob's pod: spec.namespace, else the
+// ProwJob's own namespace.
+func prowPodNamespace(pj *prowv1.ProwJob) string {
+	if pj.Spec.Namespace != "" {
+		return pj.Spec.Namespace
+	}
+	return pj.Namespace
 }

@@ -14,11 +14,13 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,7 +50,19 @@ type Options struct {
 	MaxParallel int
 	// LogURL, when set, gives the URL written as a ProwJob's status.url.
 	LogURL func(kind, namespace, name string) string
+	// ServiceAccountAPIServer, when set, makes the runner give pods their service account's
+	// credentials as a kubelet mounts its token: a pod that names a serviceAccountName (and
+	// does not set automountServiceAccountToken to false) runs with KUBECONFIG pointing at a
+	// kubeconfig for this API server (its Host and CA; no client certificate or token of
+	// its own is used) whose credential is a token of that service account, requested with
+	// the TokenRequest API for every run. The runner's client must be allowed to create
+	// serviceaccounts/token. Other pods get Env as it is.
+	ServiceAccountAPIServer *rest.Config
 }
+
+// ServiceAccountTokenTTL is how long the tokens given to pods are valid (the TokenRequest API's
+// shortest is 10 minutes); a run that lasts longer would need a kubelet's refresh.
+const ServiceAccountTokenTTL = time.Hour
 
 // Kinds as passed to Options.LogURL.
 const (

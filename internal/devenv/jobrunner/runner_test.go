@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -201,8 +202,8 @@ sleep 300 & echo $! > "$DIR/pid.tmp"; mv "$DIR/pid.tmp" "$DIR/pid"; wait`, corev
 	if condition(done, batchv1.JobComplete).Status != corev1.ConditionTrue || !done.Status.StartTime.Equal(job.Status.StartTime) {
 		t.Errorf("after the restart the job is %+v, want it complete with its first start time", done.Status)
 	}
-	if runs := readFile(t, filepath.Join(dir, "runs")); runs != "run\nrun\n" {
-		t.Errorf("runs %q, want two", runs)
+	if runs := readFile(t, filepath.Join(dir, "runs")); runs != strings.Repeat("run\n", 2) {
+		t.Errorf("runs %q, want two runs", runs)
 	}
 }
 
@@ -279,5 +280,68 @@ func TestMaxParallelRunsJobsInTurn(t *testing.T) {
 	if len(lines) != 4 || lines[0] != "start-"+lines[1][len("end-"):] || lines[2] != "start-"+lines[3][len("end-"):] ||
 		!strings.HasPrefix(lines[1], "end-") || !strings.HasPrefix(lines[3], "end-") {
 		t.Errorf("order %q, want one job after the other", lines)
+	}
+}
+
+// TestServiceAccountTokens: with ServiceAccountAPIServer, a pod naming a service account runs
+// with a kubeconfig holding a token of that account, as a kubelet mounts it; other pods, and
+// pods that opt out of the token, keep the runner's environment.
+func TestServiceAccountTokens(t *testing.T) {
+	ns := env.Namespace(t)
+	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "builder"}})
+	runner, _ := startRunner(t, ns, jobrunner.Options{Env: []string{"KUBECONFIG=/from/the/runner"}, ServiceAccountAPIServer: env.Config})
+	// The token's line, and the kubeconfig's path, so the test can see it is gone afterwards.
+	show := `echo "kubeconfig $KUBECONFIG"; if [ -f "$KUBECONFIG" ]; then sed -n 's/^ *token: */token /p' "$KUBECONFIG"; fi`
+	withToken := newJob(ns, "with-token", show)
+	withToken.Spec.Template.Spec.ServiceAccountName = "builder"
+	optedOut := newJob(ns, "opted-out", show)
+	optedOut.Spec.Template.Spec.ServiceAccountName = "builder"
+	optedOut.Spec.Template.Spec.AutomountServiceAccountToken = ptr.To(false)
+	unknown := newJob(ns, "unknown-account", show)
+	unknown.Spec.Template.Spec.ServiceAccountName = "nobody"
+	unknown.Spec.BackoffLimit = ptr.To[int32](0)
+	for _, job := range []*batchv1.Job{withToken, optedOut, unknown, newJob(ns, "no-account", show)} {
+		create(t, job)
+	}
+
+	for _, name := range []string{"opted-out", "no-account"} {
+		waitJob(t, ns, name, finished)
+		if log := readFile(t, runner.LogPath(ns, name)); log != "kubeconfig /from/the/runner\n" {
+			t.Errorf("%s: log %q, want the runner's KUBECONFIG and no token", name, log)
+		}
+	}
+	job := waitJob(t, ns, "unknown-account", finished)
+	if failed := condition(job, batchv1.JobFailed); failed.Status != corev1.ConditionTrue {
+		t.Errorf("a pod of a missing service account ran: %+v", job.Status.Conditions)
+	}
+	if log := readFile(t, runner.LogPath(ns, "unknown-account")); !strings.Contains(log, "requesting a token of service account "+ns+"/nobody") {
+		t.Errorf("unknown-account: log %q does not say why it failed", log)
+	}
+
+	job = waitJob(t, ns, "with-token", finished)
+	if c := condition(job, batchv1.JobComplete); c.Status != corev1.ConditionTrue {
+		t.Fatalf("with-token: %+v", job.Status.Conditions)
+	}
+	var kubeconfig, token string
+	for _, line := range strings.Split(strings.TrimSpace(readFile(t, runner.LogPath(ns, "with-token"))), "\n") {
+		if v, ok := strings.CutPrefix(line, "kubeconfig "); ok {
+			kubeconfig = v
+		}
+		if v, ok := strings.CutPrefix(line, "token "); ok {
+			token = v
+		}
+	}
+	if token == "" || kubeconfig == "" || kubeconfig == "/from/the/runner" {
+		t.Fatalf("with-token: kubeconfig %q, token %q", kubeconfig, token)
+	}
+	if _, err := os.Stat(filepath.Dir(kubeconfig)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the token's folder %s outlived the run: %v", filepath.Dir(kubeconfig), err)
+	}
+	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
+	if err := env.Client.Create(context.Background(), review); err != nil {
+		t.Fatal(err)
+	}
+	if want := "system:serviceaccount:" + ns + ":builder"; !review.Status.Authenticated || review.Status.User.Username != want {
+		t.Errorf("the pod's token is %+v, want %s's", review.Status, want)
 	}
 }
