@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Fails when the generated files (deepcopy, CRDs, RBAC, the Connect API's Go code in
-# internal/gen) differ from what `make generate` produces from the current sources. It
-# regenerates them in place, so after a failure the working tree holds the right files: review
-# and commit them.
+# Fails when the generated files (deepcopy, CRDs, RBAC, the Helm chart's copies of both, the
+# Connect API's Go code in internal/gen) differ from what `make generate` produces from the
+# current sources. It regenerates them in place, so after a failure the working tree holds
+# the right files: review and commit them.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-generated=(config/crd config/rbac internal/gen $(find api -name 'zz_generated.*.go'))
+generated=(config/crd config/rbac charts/release-controller/crds charts/release-controller/templates/rbac-generated.yaml internal/gen $(find api -name 'zz_generated.*.go'))
 before=$(mktemp -d)
 trap 'rm -rf "$before"' EXIT
 for path in "${generated[@]}"; do
