@@ -42,10 +42,18 @@ type ReleaseLogEntry struct {
 	// Date is when the event happened; it falls on the object's day (UTC).
 	Date metav1.Time `json:"date"`
 
-	// Author is who (or what) caused the event.
-	// +kubebuilder:validation:MaxLength=128
+	// Author is who wrote the entry. Entries added through the release log's API carry the
+	// authenticated caller's username (which a caller cannot choose); the controller's own
+	// entries say release-controller.
+	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Author string `json:"author,omitempty"`
+
+	// ReportedAuthor is the author a writer named when it was not the writer itself, e.g. the
+	// person a CI system acts for: display text, not verified.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	ReportedAuthor string `json:"reportedAuthor,omitempty"`
 
 	// Message says what happened.
 	// +kubebuilder:validation:MaxLength=1024

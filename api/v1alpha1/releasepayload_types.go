@@ -14,7 +14,10 @@ type PayloadCoordinates struct {
 	// Tag is the release tag, <tagPrefix>-<UTC YYYY-MM-DD-HHMMSS>; it is also the payload's name.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)(-[0-9a-z-]+([.][0-9a-z-]+)*)?$')",message="tag must be a lowercase semantic version, e.g. 4.15.0-0.nightly-2026-11-22-093000"
+	// The rule admits exactly the semantic versions the controllers parse (numbers without
+	// leading zeros, of at most 19 digits, which fit 64 bits), so that every payload sorts as
+	// the version it is.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9][0-9]{0,18})[.](0|[1-9][0-9]{0,18})[.](0|[1-9][0-9]{0,18})(-(0|[1-9][0-9]{0,18}|[0-9]*[a-z-][0-9a-z-]*)([.](0|[1-9][0-9]{0,18}|[0-9]*[a-z-][0-9a-z-]*))*)?$')",message="tag must be a lowercase semantic version (numbers without leading zeros, at most 19 digits), e.g. 4.15.0-0.nightly-2026-11-22-093000"
 	Tag string `json:"tag"`
 }
 
@@ -27,7 +30,7 @@ type PinnedComponent struct {
 
 	// Image is the component's pull spec by digest.
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[^@]+@sha256:[a-f0-9]{64}$')",message="component image must be pinned by digest (repository@sha256:...)"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*((:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+)?@sha256:[a-f0-9]{64}$')",message="component image must be pinned by digest (repository@sha256:...), the repository in lowercase"
 	Image string `json:"image"`
 
 	// Source is the pull spec the stream follows for this component, when it differs from Image.

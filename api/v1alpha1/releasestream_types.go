@@ -15,7 +15,7 @@ type ComponentSource struct {
 	// Image is the pull spec to follow: repository:tag, or repository@sha256:digest to pin.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$')",message="image must be a pull spec with a tag or a sha256 digest, e.g. registry.example.com/product/api:latest"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*((:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+)?(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$')",message="image must be a pull spec with a tag or a sha256 digest, e.g. registry.example.com/product/api:latest"
 	Image string `json:"image"`
 }
 
@@ -70,20 +70,20 @@ type ReleaseStreamSpec struct {
 	// characters so that tags fit in a label value.
 	// +kubebuilder:validation:MinLength=5
 	// +kubebuilder:validation:MaxLength=45
-	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9][0-9]*)[.](0|[1-9][0-9]*)[.](0|[1-9][0-9]*)(-(0|[1-9][0-9]*|[0-9]*[a-z-][0-9a-z-]*)([.](0|[1-9][0-9]*|[0-9]*[a-z-][0-9a-z-]*))*)?$')",message="tagPrefix must be a lowercase semantic version without build metadata, e.g. 4.15.0 or 4.15.0-0.nightly"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(0|[1-9][0-9]{0,18})[.](0|[1-9][0-9]{0,18})[.](0|[1-9][0-9]{0,18})(-(0|[1-9][0-9]{0,18}|[0-9]*[a-z-][0-9a-z-]*)([.](0|[1-9][0-9]{0,18}|[0-9]*[a-z-][0-9a-z-]*))*)?$')",message="tagPrefix must be a lowercase semantic version without build metadata (numbers without leading zeros, at most 19 digits), e.g. 4.15.0 or 4.15.0-0.nightly"
 	TagPrefix string `json:"tagPrefix"`
 
 	// PayloadRepository receives the payload images, tagged with their release tags.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=255
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$')",message="payloadRepository must be a repository without tag or digest, e.g. registry.example.com/product/release"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*((:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+)?$')",message="payloadRepository must be a repository without tag or digest, e.g. registry.example.com/product/release"
 	PayloadRepository string `json:"payloadRepository"`
 
 	// MirrorRepository, when set, receives a copy of every component image before the payload
 	// is built, so pruning the source cannot break a payload.
 	// +optional
 	// +kubebuilder:validation:MaxLength=255
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*$')",message="mirrorRepository must be a repository without tag or digest"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*((:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+)?$')",message="mirrorRepository must be a repository without tag or digest"
 	MirrorRepository string `json:"mirrorRepository,omitempty"`
 
 	// Verification lists the tests every payload of this stream runs.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -121,15 +122,21 @@ func TestSamplesAreValid(t *testing.T) {
 			t.Fatal(err)
 		}
 		var obj client.Object
-		switch {
-		case strings.Contains(string(data), "kind: ReleaseStream"):
+		kind := regexp.MustCompile(`(?m)^kind: *(\w+) *$`).FindStringSubmatch(string(data))
+		if kind == nil {
+			t.Fatalf("%s: no top-level kind", file)
+		}
+		switch kind[1] {
+		case "ReleaseStream":
 			obj = &v1alpha1.ReleaseStream{}
-		case strings.Contains(string(data), "kind: ReleasePayload"):
+		case "ReleasePayload":
 			obj = &v1alpha1.ReleasePayload{}
-		case strings.Contains(string(data), "kind: ReleaseLog"):
+		case "ReleaseLog":
 			obj = &v1alpha1.ReleaseLog{}
+		case "Pipeline":
+			obj = &v1alpha1.Pipeline{}
 		default:
-			t.Fatalf("%s: unknown kind", file)
+			t.Fatalf("%s: unknown kind %s", file, kind[1])
 		}
 		if err := yaml.UnmarshalStrict(data, obj); err != nil {
 			t.Fatalf("%s: %v", file, err)
@@ -152,10 +159,28 @@ func TestInvalidPayloadsAreRejected(t *testing.T) {
 			"metadata.name must equal spec.payloadCoordinates.tag"},
 		{"tag is not semver", func(p *v1alpha1.ReleasePayload) { p.Name = "nightly-1"; p.Spec.PayloadCoordinates.Tag = "nightly-1" },
 			"tag must be a lowercase semantic version"},
+		// Found by internal/catalog's FuzzAdmittedTagsAreSemver: tags the semver parser refuses.
+		{"tag with a leading zero in a pre-release number", func(p *v1alpha1.ReleasePayload) {
+			p.Name = "4.15.0-rc.01"
+			p.Spec.PayloadCoordinates.Tag = p.Name
+		}, "tag must be a lowercase semantic version"},
+		{"tag with a number beyond 64 bits", func(p *v1alpha1.ReleasePayload) {
+			p.Name = "99999999999999999999.0.0"
+			p.Spec.PayloadCoordinates.Tag = p.Name
+		}, "tag must be a lowercase semantic version"},
 		{"no stream", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadCoordinates.Stream = "" },
 			"spec.payloadCoordinates.stream"},
 		{"component not pinned", func(p *v1alpha1.ReleasePayload) {
 			p.Spec.Components[0].Image = "registry.example.com/product/api:latest"
+		},
+			"component image must be pinned by digest"},
+		// Found by internal/releaseimage's FuzzAdmittedImageReferences: images payload build refuses.
+		{"component image in capitals", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.Components[0].Image = "Registry.example.com/product/API@sha256:" + strings.Repeat("0", 64)
+		},
+			"component image must be pinned by digest"},
+		{"component image of a registry", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.Components[0].Image = "registry.example.com:5000@sha256:" + strings.Repeat("0", 64)
 		},
 			"component image must be pinned by digest"},
 		{"no components", func(p *v1alpha1.ReleasePayload) { p.Spec.Components = nil },
@@ -244,6 +269,7 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 		{"tag prefix is not semver", func(s *v1alpha1.ReleaseStream) { s.Spec.TagPrefix = "4.15" }, "tagPrefix must be a lowercase semantic version"},
 		{"tag prefix with build metadata", func(s *v1alpha1.ReleaseStream) { s.Spec.TagPrefix = "4.15.0+build" }, "tagPrefix must be a lowercase semantic version"},
 		{"tag prefix in capitals", func(s *v1alpha1.ReleaseStream) { s.Spec.TagPrefix = "4.15.0-0.Nightly" }, "tagPrefix must be a lowercase semantic version"},
+		{"tag prefix with a number beyond 64 bits", func(s *v1alpha1.ReleaseStream) { s.Spec.TagPrefix = "4.15.99999999999999999999" }, "tagPrefix must be a lowercase semantic version"},
 		{"tag prefix too long for a label", func(s *v1alpha1.ReleaseStream) { s.Spec.TagPrefix = "4.15.0-" + strings.Repeat("a", 40) },
 			"spec.tagPrefix: Too long: may not be more than 45"},
 		{"component without tag or digest", func(s *v1alpha1.ReleaseStream) { s.Spec.Components[0].Image = "registry.example.com/product/api" },
@@ -251,6 +277,9 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 		{"no components", func(s *v1alpha1.ReleaseStream) { s.Spec.Components = []v1alpha1.ComponentSource{} },
 			"spec.components: Invalid value: 0: spec.components in body should have at least 1 items"},
 		{"payload repository with tag", func(s *v1alpha1.ReleaseStream) { s.Spec.PayloadRepository = "registry.example.com/release:latest" },
+			"payloadRepository must be a repository without tag or digest"},
+		// Found by internal/releaseimage's FuzzAdmittedImageReferences: a registry is no repository.
+		{"payload repository that is a registry", func(s *v1alpha1.ReleaseStream) { s.Spec.PayloadRepository = "registry.example.com:5000" },
 			"payloadRepository must be a repository without tag or digest"},
 		{"invalid publish tag", func(s *v1alpha1.ReleaseStream) { s.Spec.PublishTags = []string{"latest", "not a tag"} },
 			"publish tags must be valid image tags"},

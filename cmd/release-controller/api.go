@@ -14,6 +14,9 @@ import (
 	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/kubeauth"
+	"github.com/release-controller/release-controller/internal/server/web"
 )
 
 func newAPICommand() *cobra.Command {
@@ -25,6 +28,9 @@ func newAPICommand() *cobra.Command {
 		zapOpts      = zap.Options{}
 		clFlags      changelogFlags
 		artifactsURL string
+		serverOpts   server.Options
+		metricsAuth  bool
+		authCache    kubeauth.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "api",
@@ -32,10 +38,15 @@ func newAPICommand() *cobra.Command {
 		Long: `Serve the release pages (/, /releasestream/..., /releasetag/..., /changelog), the
 OpenShift-compatible REST API (/api/v1/..., /graph), the release log's page (/releases) and
 Connect API (Connect, gRPC and gRPC-Web at the root) and MCP at /mcp, reading from informer
-caches. Writes to the log need a bearer token that Kubernetes RBAC allows to create releaselogs.`,
+caches. Writes to the log need a bearer token that Kubernetes RBAC allows to create releaselogs;
+the token's user is the entry's author. With --tls-cert-file and --tls-key-file it serves
+HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resource URL /metrics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+			if _, err := serverOpts.TLS(); err != nil {
+				return err
+			}
 			parsed, err := parseTypes(types)
 			if err != nil {
 				return err
@@ -60,14 +71,17 @@ caches. Writes to the log need a bearer token that Kubernetes RBAC allows to cre
 			if err != nil {
 				return err
 			}
-			srv, err := apiserver.New(mgr, apiserver.Options{Log: logOpts, ChangeLogs: changeLogs, ArtifactsURL: artifactsURL})
+			srv, err := apiserver.New(mgr, apiserver.Options{
+				Log: logOpts, ChangeLogs: changeLogs, ArtifactsURL: artifactsURL,
+				Server: serverOpts, MetricsAuth: metricsAuth, AuthCache: authCache,
+			})
 			if err != nil {
 				return err
 			}
 			if err := apiserver.AddToManager(mgr, srv, listen); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "serving on http://%s (release log in namespace %s)\n", listen, logOpts.Namespace)
+			fmt.Fprintf(cmd.OutOrStdout(), "serving on %s://%s (release log in namespace %s)\n", srv.Scheme(), listen, logOpts.Namespace)
 			return mgr.Start(cmd.Context())
 		},
 	}
@@ -80,6 +94,11 @@ caches. Writes to the log need a bearer token that Kubernetes RBAC allows to cre
 	f.StringSliceVar(&types, "log-type", nil, "an allowed entry type and its colour, NAME=COLOR (repeatable); default: release, rejected, promotion, hotfix")
 	clFlags.addFlags(f, userCacheDir())
 	f.StringVar(&artifactsURL, "artifacts-url", "", "base URL of the payloads' downloads (a payload's download link is <url>/<tag>); empty: no download links")
+	f.StringVar(&serverOpts.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key-file; read again when it changes")
+	f.StringVar(&serverOpts.TLSKeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file")
+	f.BoolVar(&metricsAuth, "metrics-auth", false, "serve /metrics only to bearer tokens whose user may get the non-resource URL /metrics (TokenReview and SubjectAccessReview)")
+	f.DurationVar(&authCache.AllowedTTL, "auth-cache-allowed-ttl", kubeauth.DefaultAllowedTTL, "how long an authenticated token and an allowed access (release log writes, /metrics) are trusted without asking the API server again")
+	f.DurationVar(&authCache.DeniedTTL, "auth-cache-denied-ttl", kubeauth.DefaultDeniedTTL, "how long a refused token or a denied access is remembered")
 	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)
@@ -96,6 +115,9 @@ func parseTypes(pairs []string) ([]releaselog.TypeConfig, error) {
 		name, color, ok := strings.Cut(p, "=")
 		if !ok || name == "" || color == "" {
 			return nil, fmt.Errorf("--log-type %q: want NAME=COLOR, e.g. release=#1a7f37", p)
+		}
+		if !web.ValidColor(color) {
+			return nil, fmt.Errorf("--log-type %q: %q is not a CSS colour this server writes into its stylesheet: use a name, #hex, or rgb(...), hsl(...) and the like", p, color)
 		}
 		types = append(types, releaselog.TypeConfig{Name: name, Color: color})
 	}

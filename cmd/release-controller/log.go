@@ -50,7 +50,7 @@ func (f *logClientFlags) bearerToken() (string, error) {
 	}
 	cfg, err := kubeclient.Options{Kubeconfig: f.kubeconfig}.Config()
 	if err != nil {
-		return "", nil // no kubeconfig: the server says a token is needed
+		return "", nil //nolint:nilerr // no kubeconfig: the server says a token is needed
 	}
 	if cfg.BearerToken != "" {
 		return cfg.BearerToken, nil
@@ -111,7 +111,7 @@ func newLogAddCommand() *cobra.Command {
 	f.StringVar(&entry.Version, "version", "", "version released (required)")
 	f.StringVar(&entry.Message, "message", "", "what happened")
 	f.StringVar(&entry.Origin, "origin", "cli", "who or what reports it")
-	f.StringVar(&entry.Author, "author", "", "author; default: the authenticated user")
+	f.StringVar(&entry.ReportedAuthor, "author", "", "who the entry is written for, when not you: shown beside the author, which is always the authenticated user, as reported (not verified)")
 	f.StringVar(&entry.Link, "link", "", "an http(s) URL with more")
 	f.StringVar(&date, "date", "", "when it happened (RFC 3339); default: now")
 	_ = cmd.MarkFlagRequired("type")
@@ -157,10 +157,18 @@ func listDay(ctx context.Context, c releasecontrollerv1connect.ReleaseServiceCli
 		day, token = msg.GetDay(), msg.GetNextPageToken()
 		for _, r := range msg.GetReleases() {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.GetDate().AsTime().UTC().Format("15:04:05"), r.GetType(), r.GetVersion(),
-				orNone(r.GetAuthor()), orNone(r.GetMessage()), orNone(r.GetLink()))
+				orNone(authorText(r)), orNone(r.GetMessage()), orNone(r.GetLink()))
 		}
 	}
 	return tw.Flush()
+}
+
+// authorText is the entry's author, with whom the writer said it wrote for.
+func authorText(r *releasecontrollerv1.Release) string {
+	if reported := r.GetReportedAuthor(); reported != "" {
+		return r.GetAuthor() + " (for " + reported + ")"
+	}
+	return r.GetAuthor()
 }
 
 func orNone(s string) string {

@@ -103,14 +103,18 @@ func TestLogCommands(t *testing.T) {
 		_, err := runCLI("log", "add", "--server", url, "--token", token, "--type", "hotfix", "--version", "1.0.1", "--message", "patched the web config")
 		return err
 	}).WithTimeout(time.Minute).Should(Succeed())
+	// --author names who the entry is for; the author stays the token's user.
+	_, err = runCLI("log", "add", "--server", url, "--token", token, "--type", "hotfix", "--version", "1.0.2", "--author", "alice")
+	g.Expect(err).NotTo(HaveOccurred())
 	_, err = runCLI("log", "add", "--server", url, "--token", token, "--type", "bogus", "--version", "1")
 	g.Expect(err).To(MatchError(ContainSubstring(`invalid_argument: entry type not allowed: "bogus"`)))
 
 	g.Eventually(func(g Gomega) {
 		out, err := runCLI("log", "list", "--server", url)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(out).To(ContainSubstring(": 1 entries"))
+		g.Expect(out).To(ContainSubstring(": 2 entries"))
 		g.Expect(out).To(MatchRegexp(`hotfix\s+1\.0\.1\s+system:serviceaccount:` + ns + `:writer\s+patched the web config`))
+		g.Expect(out).To(MatchRegexp(`hotfix\s+1\.0\.2\s+system:serviceaccount:` + ns + `:writer \(for alice\)\s+-`))
 	}).WithTimeout(time.Minute).Should(Succeed())
 	day := time.Now().UTC().Format("2006-01-02")
 	out, err = runCLI("log", "list", "--server", url, "--day", day)

@@ -129,6 +129,9 @@ func New() *Catalog {
 	}
 }
 
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams;releasepayloads,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch
+
 // Watch feeds the catalog from the cache's informers of streams, payloads and the streams'
 // upgrade-graph ConfigMaps (the manager caches only ConfigMaps labelled with a stream).
 func (c *Catalog) Watch(ctx context.Context, informers cache.Informers) error {

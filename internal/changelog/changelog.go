@@ -329,7 +329,7 @@ type rangeResult struct {
 }
 
 // commitRange lists the first-parent commits of newRev not reachable from oldRev.
-func commitRange(ctx context.Context, r *git.Repository, oldRev, newRev string, max int) (rangeResult, error) {
+func commitRange(ctx context.Context, r *git.Repository, oldRev, newRev string, limit int) (rangeResult, error) {
 	var res rangeResult
 	oldC, err := r.CommitObject(plumbing.NewHash(oldRev))
 	if err != nil {
@@ -341,11 +341,11 @@ func commitRange(ctx context.Context, r *git.Repository, oldRev, newRev string, 
 	}
 	// Fast path: oldRev on the first-parent line of newRev (the usual linear main branch).
 	var chain []*object.Commit
-	for c := newC; c != nil && len(chain) <= max; {
+	for c := newC; c != nil && len(chain) <= limit; {
 		if c.Hash == oldC.Hash {
 			res.commits = chain
-			if len(chain) > max {
-				res.commits, res.truncated = chain[:max], true
+			if len(chain) > limit {
+				res.commits, res.truncated = chain[:limit], true
 			}
 			res.mergeBase = oldRev
 			return res, nil
@@ -379,7 +379,7 @@ func commitRange(ctx context.Context, r *git.Repository, oldRev, newRev string, 
 		if reach[c.Hash] {
 			break
 		}
-		if len(res.commits) == max {
+		if len(res.commits) == limit {
 			res.truncated = true
 			break
 		}

@@ -73,13 +73,6 @@ func (tr *testRepo) setBranch(name string, h plumbing.Hash) {
 	}
 }
 
-func (tr *testRepo) deleteBranch(name string) {
-	tr.t.Helper()
-	if err := tr.r.Storer.RemoveReference(plumbing.NewBranchReferenceName(name)); err != nil {
-		tr.t.Fatal(err)
-	}
-}
-
 func newCache(t *testing.T, opts RepoCacheOptions) *RepoCache {
 	t.Helper()
 	if opts.Dir == "" {

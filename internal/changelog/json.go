@@ -98,7 +98,7 @@ type JSONCommit struct {
 // JSON converts the changelog to the OSRC shape.
 func (c *ChangeLog) JSON() JSONChangeLog {
 	rel := func(r ReleaseInfo) JSONRelease {
-		return JSONRelease{Name: r.Name, Created: r.Created, Digest: r.Digest, PromotedFrom: r.PromotedFrom}
+		return JSONRelease(r)
 	}
 	images := func(ics []ImageChange) []JSONImage {
 		var out []JSONImage

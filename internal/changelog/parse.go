@@ -9,10 +9,11 @@ import (
 )
 
 var (
-	// "Merge pull request #123 from user/branch"
-	mergePRRe = regexp.MustCompile(`^Merge pull request #(\d+) from \S+`)
+	// "Merge pull request #123 from user/branch". Pull request numbers have no leading zero:
+	// "(#01)" names none (found by FuzzParsePullRequest).
+	mergePRRe = regexp.MustCompile(`^Merge pull request #([1-9]\d*) from \S+`)
 	// "Fix x (#123)" — the GitHub squash-merge convention; the number closes the subject.
-	squashPRRe = regexp.MustCompile(`\(#(\d+)\)\s*$`)
+	squashPRRe = regexp.MustCompile(`\(#([1-9]\d*)\)\s*$`)
 	// Jira-style issue keys: a project key of at least two characters, a dash, a number.
 	issueKeyRe = regexp.MustCompile(`\b([A-Z][A-Z0-9_]+)-([1-9][0-9]*)\b`)
 )
@@ -108,7 +109,18 @@ func ParseWebRepo(source string) (WebRepo, bool) {
 	if host == "" || strings.Count(strings.Trim(path, "/"), "/") < 1 {
 		return WebRepo{}, false
 	}
-	return WebRepo{base: "https://" + host + path, gitlab: strings.Contains(host, "gitlab")}, true
+	// The links must be URLs on that host: an IPv6 address goes in brackets, anything that
+	// is no host name (spaces, say, in an scp-like source) is refused, and the path is
+	// escaped. (Found by FuzzParseWebRepo.)
+	authority := host
+	if strings.Contains(host, ":") {
+		authority = "[" + host + "]"
+	}
+	base := (&url.URL{Scheme: "https", Host: authority, Path: path}).String()
+	if u, err := url.Parse(base); err != nil || u.Hostname() != host {
+		return WebRepo{}, false
+	}
+	return WebRepo{base: base, gitlab: strings.Contains(host, "gitlab")}, true
 }
 
 func (w WebRepo) CommitURL(sha string) string {

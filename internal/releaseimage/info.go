@@ -43,6 +43,12 @@ func Info(ctx context.Context, pullSpec string, remoteOptions ...remote.Option) 
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", pullSpec, explainRead(err, ref.Context().RegistryStr()))
 	}
+	return inspect(img, pullSpec, ref.Context())
+}
+
+// inspect reads what img, pulled as pullSpec from repo, says about its release: everything
+// in it is outside input, checked before it is believed.
+func inspect(img v1.Image, pullSpec string, repo name.Repository) (*PayloadInfo, error) {
 	digest, err := img.Digest()
 	if err != nil {
 		return nil, err
@@ -56,7 +62,7 @@ func Info(ctx context.Context, pullSpec string, remoteOptions ...remote.Option) 
 	if labels[LabelRelease] == "" {
 		return nil, fmt.Errorf("%s is not a release payload image: its configuration has no %s label", pullSpec, LabelRelease)
 	}
-	info := &PayloadInfo{Image: ref.Context().Digest(digest.String()).String(), Labels: labels}
+	info := &PayloadInfo{Image: repo.Digest(digest.String()).String(), Labels: labels}
 	if err := readFiles(img, map[string]any{ImageReferencesPath: &info.References, ReleaseMetadataPath: &info.Metadata}); err != nil {
 		return nil, fmt.Errorf("%s is not a release payload image: %w", pullSpec, err)
 	}
@@ -66,7 +72,37 @@ func Info(ctx context.Context, pullSpec string, remoteOptions ...remote.Option) 
 	if k := info.Metadata.Kind; k != KindReleaseMetadata {
 		return nil, fmt.Errorf("%s is not a release payload image: %s has kind %q, want %q", pullSpec, ReleaseMetadataPath, k, KindReleaseMetadata)
 	}
+	if err := checkConsistent(info); err != nil {
+		return nil, fmt.Errorf("%s is not a valid release payload image: %w", pullSpec, err)
+	}
 	return info, nil
+}
+
+// checkConsistent checks that the image says one thing of its release: the label, the
+// references and the metadata name the same tag, and each component is named once and
+// pinned by digest, as payload build writes them.
+func checkConsistent(info *PayloadInfo) error {
+	release := info.Labels[LabelRelease]
+	if info.References.Tag != release {
+		return fmt.Errorf("its label %s is %q, but %s is for %q", LabelRelease, release, ImageReferencesPath, info.References.Tag)
+	}
+	if info.Metadata.Version != release {
+		return fmt.Errorf("its label %s is %q, but %s is for %q", LabelRelease, release, ReleaseMetadataPath, info.Metadata.Version)
+	}
+	seen := make(map[string]bool, len(info.References.Components))
+	for i, c := range info.References.Components {
+		switch {
+		case c.Name == "":
+			return fmt.Errorf("%s: component %d has no name", ImageReferencesPath, i+1)
+		case seen[c.Name]:
+			return fmt.Errorf("%s: component %q is listed twice", ImageReferencesPath, c.Name)
+		}
+		seen[c.Name] = true
+		if _, err := name.NewDigest(c.Image); err != nil {
+			return fmt.Errorf("%s: component %q: image %q is not a pull spec by digest: %w", ImageReferencesPath, c.Name, c.Image, err)
+		}
+	}
+	return nil
 }
 
 // readFiles decodes the JSON files of the image's filesystem named in into; each must exist.

@@ -48,8 +48,12 @@ func statusWait(last, now time.Time, interval time.Duration) time.Duration {
 	return max(interval-now.Sub(last), 0)
 }
 
-// +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs/status,verbs=get;update;patch
+// The days are read from the cache; expired ones are deleted, statuses patched.
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs,verbs=list;watch;delete
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs/status,verbs=patch
+
+// conflictRetryDelay is how soon a day whose status write met a newer version is reconciled again.
+const conflictRetryDelay = 100 * time.Millisecond
 
 // Reconcile reads the day from the cache, deletes it when it expired, else writes its status
 // when it changed (at most once every statusInterval) and comes back at its expiry (or after
@@ -90,14 +94,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		after.Status = status
 		if err := r.Status().Patch(ctx, after, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-				return ctrl.Result{Requeue: true}, nil
+				// The cache is a moment behind: read the day again shortly.
+				return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
 			}
 			return ctrl.Result{}, fmt.Errorf("writing the status of release log %s: %w", req, err)
 		}
 		r.setWritten(req.NamespacedName, time.Now())
 	}
 	if nameErr != nil {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, nil //nolint:nilerr // the status says the name is no day; nothing expires
 	}
 	return ctrl.Result{RequeueAfter: RequeueAfter(start, now, r.TTL)}, nil
 }
@@ -136,7 +141,7 @@ type projector struct {
 func (p *projector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	day, start, err := ParseObjectName(req.Name)
 	if err != nil {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, nil //nolint:nilerr // not a day: never in the store
 	}
 	var l v1alpha1.ReleaseLog
 	if err := p.Get(ctx, req.NamespacedName, &l); err != nil {

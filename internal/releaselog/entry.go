@@ -21,10 +21,14 @@ type Entry struct {
 	// Date is when the event happened (UTC, whole seconds once stored); zero means now
 	// when the entry is added.
 	Date time.Time
-	// Author, Message and Link are optional.
+	// Author, Message and Link are optional. Author is who wrote the entry (through the API:
+	// the authenticated caller).
 	Author  string
 	Message string
 	Link    string
+	// ReportedAuthor is the author the writer named when it was not itself: display text,
+	// not verified.
+	ReportedAuthor string
 }
 
 // TypeConfig is one configured entry type and the colour it is shown in.
@@ -54,32 +58,20 @@ func DefaultTypes() []TypeConfig {
 func entryFromAPI(e *v1alpha1.ReleaseLogEntry) Entry {
 	return Entry{
 		ID: e.ID, Type: e.Type, Version: e.Version, Origin: e.Origin, Date: e.Date.UTC(),
-		Author: e.Author, Message: e.Message, Link: e.Link,
+		Author: e.Author, Message: e.Message, Link: e.Link, ReportedAuthor: e.ReportedAuthor,
 	}
 }
 
 func (e Entry) toAPI() v1alpha1.ReleaseLogEntry {
 	return v1alpha1.ReleaseLogEntry{
 		ID: e.ID, Type: e.Type, Version: e.Version, Origin: e.Origin, Date: metav1.NewTime(e.Date),
-		Author: e.Author, Message: e.Message, Link: e.Link,
+		Author: e.Author, Message: e.Message, Link: e.Link, ReportedAuthor: e.ReportedAuthor,
 	}
 }
 
 // equal compares two entries, dates by instant.
 func (e Entry) equal(o Entry) bool {
 	return e.ID == o.ID && e.Type == o.Type && e.Version == o.Version && e.Origin == o.Origin &&
-		e.Date.Equal(o.Date) && e.Author == o.Author && e.Message == o.Message && e.Link == o.Link
-}
-
-// hasID reports whether entries hold one with id; an empty id never matches.
-func hasID(entries []v1alpha1.ReleaseLogEntry, id string) bool {
-	if id == "" {
-		return false
-	}
-	for i := range entries {
-		if entries[i].ID == id {
-			return true
-		}
-	}
-	return false
+		e.Date.Equal(o.Date) && e.Author == o.Author && e.Message == o.Message && e.Link == o.Link &&
+		e.ReportedAuthor == o.ReportedAuthor
 }

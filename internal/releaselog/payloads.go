@@ -92,7 +92,13 @@ type payloadLogger struct {
 	recorder events.EventRecorder
 }
 
-// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=get;list;watch
+// Payloads are read from the cache. Their entries go through the Writer, which creates the
+// day or appends to it with a patch, and reads it from the API server after losing a race to
+// another writer (get); a verdict that finds its day full is an event on the payload
+// (events.k8s.io, patched when it repeats).
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=list;watch
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs,verbs=get;create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile logs the payload's verdict unless the log holds it already: the store answers for
 // the common case (a restart replays every payload), the writer's id check for the rest.

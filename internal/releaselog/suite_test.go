@@ -150,7 +150,7 @@ func waitGone(t *testing.T, ns, name string) {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("%s still exists (err %v)", name, err)
+		return fmt.Errorf("%s still exists (err %w)", name, err)
 	}).WithTimeout(waitTimeout).WithPolling(50 * time.Millisecond).Should(Succeed())
 }
 

@@ -65,7 +65,11 @@ func TestServerSpeaksPlainHTTP2(t *testing.T) {
 		_, _ = io.WriteString(w, r.Proto)
 	}))
 	url, stop := start(t, s)
-	defer stop()
+	defer func() {
+		if err := stop(); err != nil {
+			t.Errorf("serving: %v", err)
+		}
+	}()
 	protocols := new(http.Protocols)
 	protocols.SetUnencryptedHTTP2(true)
 	client := &http.Client{Transport: &http.Transport{Protocols: protocols}}

@@ -53,9 +53,11 @@ type Release struct {
 	Type    string `json:"type" jsonschema:"the kind of event, e.g. release, rejected, promotion, hotfix"`
 	Version string `json:"version" jsonschema:"the version the event is about"`
 	Origin  string `json:"origin,omitempty" jsonschema:"the system that recorded the event"`
-	Author  string `json:"author,omitempty"`
-	Message string `json:"message,omitempty"`
-	Link    string `json:"link,omitempty" jsonschema:"a URL, or a path on this server such as /namespaces/NAMESPACE/releasestream/STREAM/release/TAG"`
+	Author  string `json:"author,omitempty" jsonschema:"who wrote the entry: the authenticated writer"`
+	// ReportedAuthor is who the writer said the entry is for; not verified.
+	ReportedAuthor string `json:"reportedAuthor,omitempty" jsonschema:"who the writer said it wrote the entry for (e.g. the person a CI system acted for); not verified"`
+	Message        string `json:"message,omitempty"`
+	Link           string `json:"link,omitempty" jsonschema:"a URL, or a path on this server such as /namespaces/NAMESPACE/releasestream/STREAM/release/TAG"`
 }
 
 // ListReleasesOutput is the structured result of list_releases.
@@ -129,7 +131,10 @@ func Handler(store *releaselog.Store, opts releaselog.Options, cat *catalog.Cata
 	s := NewServer(store, opts, cat, changeLogs)
 	// Stateless: the tools only read, so no session needs to outlive a request; nothing is
 	// left behind by clients that go away, and any replica can answer any request.
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{Stateless: true})
+	// A body over the server's limit is refused with 413 (the server bounds it too).
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{
+		Stateless: true, MaxRequestBodyBytes: server.DefaultMaxBodyBytes,
+	})
 }
 
 // Register serves the MCP endpoint on s at Path.
@@ -212,7 +217,7 @@ func (t tools) listReleases(_ context.Context, _ *sdk.CallToolRequest, in ListRe
 	for i, e := range page {
 		out.Releases[i] = Release{
 			Time: e.Date.UTC().Format(time.RFC3339), Type: e.Type, Version: e.Version, Origin: e.Origin,
-			Author: e.Author, Message: e.Message, Link: e.Link,
+			Author: e.Author, ReportedAuthor: e.ReportedAuthor, Message: e.Message, Link: e.Link,
 		}
 	}
 	return text(releasesText(out)), out, nil
@@ -234,6 +239,9 @@ func releasesText(out ListReleasesOutput) string {
 		fmt.Fprintf(&b, "- %s %s %s", r.Time, r.Type, r.Version)
 		if r.Author != "" {
 			fmt.Fprintf(&b, " by %s", r.Author)
+		}
+		if r.ReportedAuthor != "" {
+			fmt.Fprintf(&b, " (for %s, as the writer reported)", r.ReportedAuthor)
 		}
 		if r.Origin != "" {
 			fmt.Fprintf(&b, " via %s", r.Origin)

@@ -104,7 +104,7 @@ func filledStore() *releaselog.Store {
 		{Type: "rejected", Version: "4.18.0-rc.1", Origin: "release-controller", Date: at("2026-11-22T11:00:00Z")},
 	})
 	store.Set("2026-11-20", []releaselog.Entry{
-		{Type: "hotfix", Version: "4.17.9", Origin: "cli", Date: at("2026-11-20T08:00:00Z"), Author: "bob"},
+		{Type: "hotfix", Version: "4.17.9", Origin: "cli", Date: at("2026-11-20T08:00:00Z"), Author: "ci-bot", ReportedAuthor: "bob"},
 	})
 	return store
 }
@@ -221,8 +221,11 @@ func TestListReleases(t *testing.T) {
 		if isError || out.Day != "2026-11-20" || len(out.Releases) != 1 || out.NextDay != "2026-11-22" {
 			t.Errorf("got %+v, error %v: %s", out, isError, text)
 		}
-		if !strings.HasPrefix(text, "2026-11-20: 1 release\n- 2026-11-20T08:00:00Z hotfix 4.17.9 by bob via cli\n") {
+		if !strings.HasPrefix(text, "2026-11-20: 1 release\n- 2026-11-20T08:00:00Z hotfix 4.17.9 by ci-bot (for bob, as the writer reported) via cli\n") {
 			t.Errorf("text = %s", text)
+		}
+		if r := out.Releases[0]; r.Author != "ci-bot" || r.ReportedAuthor != "bob" {
+			t.Errorf("author %q, reported author %q", r.Author, r.ReportedAuthor)
 		}
 	})
 

@@ -2,7 +2,6 @@ package osrc
 
 import (
 	"encoding/json"
-	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
@@ -14,23 +13,6 @@ import (
 // The large answers (tags, the releasestreams lists, the graph) are written by hand: the
 // same bytes json.MarshalIndent gives, several times faster, which keeps them within
 // milliseconds at 10,000 payloads. The contract tests compare them with encoding/json.
-
-// buffers hold the bodies of large answers between requests.
-var buffers = sync.Pool{New: func() any { return new([]byte) }}
-
-// maxPooled is the largest buffer kept for reuse.
-const maxPooled = 8 << 20
-
-// writePooled writes the body encode appends to a pooled buffer.
-func writePooled(w http.ResponseWriter, contentType string, encode func([]byte) []byte) {
-	buf := buffers.Get().(*[]byte)
-	body := encode((*buf)[:0])
-	writeBody(w, contentType, body)
-	if cap(body) <= maxPooled {
-		*buf = body
-		buffers.Put(buf)
-	}
-}
 
 // appendString appends s as a JSON string, escaped as encoding/json does (HTML characters
 // included).

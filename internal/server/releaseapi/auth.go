@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"connectrpc.com/connect"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/server/kubeauth"
 )
 
 // What a writer must be allowed to do, in Kubernetes RBAC terms: adding an entry creates or
@@ -22,23 +21,45 @@ const (
 	writeResource = "releaselogs"
 )
 
+// The reviews of writers (and of /metrics with --metrics-auth, which shares the reviewer):
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
+// How long the authorizer trusts its answers unless told otherwise (kubeauth's defaults).
+const (
+	DefaultAllowedTTL = kubeauth.DefaultAllowedTTL
+	DefaultDeniedTTL  = kubeauth.DefaultDeniedTTL
+)
+
+// AuthorizerOptions configure the caches of an Authorizer's reviews.
+type AuthorizerOptions = kubeauth.Options
+
 // Authorizer decides who may write the release log, by asking the API server: a TokenReview
 // says who the bearer token belongs to, a SubjectAccessReview whether RBAC lets them create
-// releaselogs in the log's namespace. Nothing is cached, so a revoked token or role takes
-// effect at the next write.
+// releaselogs in the log's namespace. Answers are cached briefly (kubeauth.Reviewer), so a
+// burst of writes costs the API server one review of each kind; a revoked token or role
+// binding takes effect once the cached yes expires (a minute by default).
 type Authorizer struct {
-	client    client.Client
+	reviewer  *kubeauth.Reviewer
 	namespace string
 }
 
-// NewAuthorizer returns an authorizer that asks the API server c talks to. c needs to create
-// tokenreviews (authentication.k8s.io) and subjectaccessreviews (authorization.k8s.io);
-// namespace is the release log's.
+// NewAuthorizer returns an authorizer with the default caches that asks the API server c
+// talks to. c needs to create tokenreviews (authentication.k8s.io) and subjectaccessreviews
+// (authorization.k8s.io); namespace is the release log's.
 func NewAuthorizer(c client.Client, namespace string) *Authorizer {
-	return &Authorizer{client: c, namespace: namespace}
+	return NewAuthorizerWithOptions(c, namespace, AuthorizerOptions{})
+}
+
+// NewAuthorizerWithOptions is NewAuthorizer with the caches configured by opts.
+func NewAuthorizerWithOptions(c client.Client, namespace string, opts AuthorizerOptions) *Authorizer {
+	return NewAuthorizerWithReviewer(kubeauth.NewReviewer(c, opts), namespace)
+}
+
+// NewAuthorizerWithReviewer is an authorizer asking r, whose caches it shares with r's other
+// users (the server's /metrics).
+func NewAuthorizerWithReviewer(r *kubeauth.Reviewer, namespace string) *Authorizer {
+	return &Authorizer{reviewer: r, namespace: namespace}
 }
 
 // Authorize checks the caller of a write whose request carried the Authorization header
@@ -50,70 +71,48 @@ func (a *Authorizer) Authorize(ctx context.Context, authorization string) (strin
 	if err != nil {
 		return "", err
 	}
-	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
-	if err := a.client.Create(ctx, review); err != nil {
+	id, err := a.reviewer.Authenticate(ctx, token)
+	if err != nil {
 		return "", connect.NewError(connect.CodeInternal, fmt.Errorf("checking the bearer token with the API server: %w", err))
 	}
-	if !review.Status.Authenticated {
+	if !id.Authenticated {
 		// The review's own error says why (expired, unknown issuer...); it helps the caller
 		// and reveals nothing they did not send.
 		msg := "the bearer token is not valid"
-		if review.Status.Error != "" {
-			msg += ": " + review.Status.Error
+		if id.Error != "" {
+			msg += ": " + id.Error
 		}
 		return "", connect.NewError(connect.CodeUnauthenticated, errors.New(msg))
 	}
-	user := review.Status.User
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   user.Username,
-		UID:    user.UID,
-		Groups: user.Groups,
-		Extra:  extra(user.Extra),
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: a.namespace,
-			Verb:      writeVerb,
-			Group:     v1alpha1.GroupVersion.Group,
-			Resource:  writeResource,
-		},
-	}}
-	if err := a.client.Create(ctx, sar); err != nil {
+	user := id.User
+	d, err := a.reviewer.Authorize(ctx, user, kubeauth.Access{Resource: &authorizationv1.ResourceAttributes{
+		Namespace: a.namespace,
+		Verb:      writeVerb,
+		Group:     v1alpha1.GroupVersion.Group,
+		Resource:  writeResource,
+	}})
+	if err != nil {
 		return "", connect.NewError(connect.CodeInternal, fmt.Errorf("checking %q's permissions with the API server: %w", user.Username, err))
 	}
-	if !sar.Status.Allowed {
+	if !d.Allowed {
 		msg := fmt.Sprintf("user %q may not %s %s.%s in namespace %q, which adding to the release log needs",
 			user.Username, writeVerb, writeResource, v1alpha1.GroupVersion.Group, a.namespace)
-		if sar.Status.Reason != "" {
-			msg += " (" + sar.Status.Reason + ")"
+		if d.Reason != "" {
+			msg += " (" + d.Reason + ")"
 		}
 		return "", connect.NewError(connect.CodePermissionDenied, errors.New(msg))
 	}
 	return user.Username, nil
 }
 
-// bearerToken takes the token out of an Authorization header value.
+// bearerToken takes the token out of an Authorization header value, with Connect errors.
 func bearerToken(authorization string) (string, error) {
-	if authorization == "" {
+	token, err := kubeauth.BearerToken(authorization)
+	switch {
+	case errors.Is(err, kubeauth.ErrNoAuthorization):
 		return "", connect.NewError(connect.CodeUnauthenticated, errors.New("adding to the release log needs an Authorization: Bearer <token> header"))
-	}
-	scheme, token, _ := strings.Cut(authorization, " ")
-	// The scheme is case-insensitive (RFC 9110).
-	if !strings.EqualFold(scheme, "Bearer") {
-		return "", connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("the Authorization header must use the Bearer scheme, not %q", scheme))
-	}
-	token = strings.TrimSpace(token)
-	if token == "" {
-		return "", connect.NewError(connect.CodeUnauthenticated, errors.New("the Authorization header's bearer token is empty"))
+	case err != nil:
+		return "", connect.NewError(connect.CodeUnauthenticated, err)
 	}
 	return token, nil
-}
-
-func extra(in map[string]authenticationv1.ExtraValue) map[string]authorizationv1.ExtraValue {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make(map[string]authorizationv1.ExtraValue, len(in))
-	for k, v := range in {
-		out[k] = authorizationv1.ExtraValue(v)
-	}
-	return out
 }

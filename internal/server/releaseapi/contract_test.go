@@ -1,15 +1,21 @@
 package releaseapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
+	releasecontrollerv1 "github.com/release-controller/release-controller/internal/gen/releasecontroller/v1"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/server/releaseapi"
 )
 
 // post sends a Connect-protocol unary call as any HTTP client would: a JSON body to
@@ -86,5 +92,38 @@ func TestContractListReleasesAndRefusedWriteOverPlainHTTP(t *testing.T) {
 	code, _, body = post(t, url, "AddRelease", `{"release":{"type":"release","version":"1.0.0","origin":"curl"}}`)
 	if code != http.StatusUnauthorized || body["code"] != "unauthenticated" {
 		t.Errorf("got %d %v, want 401 and code unauthenticated", code, body)
+	}
+}
+
+// A request body over the limit is refused before it is decoded, in the Connect protocol's
+// terms: resource_exhausted (HTTP 429 in the Connect protocol), saying the limit; whether the
+// client announced its length or sent it chunked.
+func TestContractOversizedRequest(t *testing.T) {
+	parts := storeOnly(t, releaselog.Options{})
+	url := serve(t, parts)
+	body := `{"day":"` + strings.Repeat("x", releaseapi.MaxRequestBytes) + `"}`
+	for _, chunked := range []bool{false, true} {
+		var r io.Reader = strings.NewReader(body)
+		if chunked {
+			r = struct{ io.Reader }{r} // no length: sent chunked
+		}
+		resp, err := httpClient(t, false).Post(url+"/releasecontroller.v1.ReleaseService/ListReleases", "application/json", r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		var decoded map[string]any
+		_ = json.Unmarshal(raw, &decoded)
+		msg, _ := decoded["message"].(string)
+		if resp.StatusCode != http.StatusTooManyRequests || decoded["code"] != "resource_exhausted" || !strings.Contains(msg, strconv.Itoa(releaseapi.MaxRequestBytes)) {
+			t.Errorf("chunked %v: %d %s, want 429 resource_exhausted naming the limit %d", chunked, resp.StatusCode, raw, releaseapi.MaxRequestBytes)
+		}
+	}
+	// Every protocol's client gets ResourceExhausted.
+	for _, p := range protocols {
+		_, err := newClient(t, url, p).ListReleases(context.Background(), connect.NewRequest(&releasecontrollerv1.ListReleasesRequest{Day: strings.Repeat("x", releaseapi.MaxRequestBytes)}))
+		t.Logf("%s: %v", p.name, err)
+		expectCode(t, err, connect.CodeResourceExhausted)
 	}
 }

@@ -1,14 +1,17 @@
 // Package releaseapi serves the release log's Connect API, releasecontroller.v1.ReleaseService,
 // on the project's HTTP server. One handler speaks the Connect protocol (JSON or binary), gRPC
 // and gRPC-Web. Reads come from the in-memory release log store and are open to everyone;
-// AddRelease needs a bearer token of a caller whom Kubernetes RBAC allows to create releaselogs.
+// AddRelease needs a bearer token of a caller whom Kubernetes RBAC allows to create releaselogs,
+// and records that caller as the entry's author.
 package releaseapi
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -17,6 +20,7 @@ import (
 	"github.com/release-controller/release-controller/internal/gen/releasecontroller/v1/releasecontrollerv1connect"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/releaseapi/paging"
 )
 
 // Page sizes of ListReleases.
@@ -25,10 +29,10 @@ const (
 	MaxPageSize     = 1000
 )
 
-// maxRequestBytes bounds what the handler reads of a request: the largest legitimate one is
-// an AddRelease with a long message, far below this; anything bigger is refused before it is
-// decoded.
-const maxRequestBytes = 1 << 20
+// MaxRequestBytes bounds a request's message: the largest legitimate one is an AddRelease
+// with a long message, far below this; anything bigger is refused with resource_exhausted
+// before it is decoded.
+const MaxRequestBytes = 1 << 20
 
 // Service implements ReleaseService.
 type Service struct {
@@ -62,8 +66,10 @@ func NewService(store *releaselog.Store, writer *releaselog.Writer, opts release
 // Register mounts svc at the server's root, under /releasecontroller.v1.ReleaseService/, so a
 // method is POST /releasecontroller.v1.ReleaseService/<Method> in every protocol.
 func Register(s *server.Server, svc *Service) {
-	path, h := releasecontrollerv1connect.NewReleaseServiceHandler(svc, connect.WithReadMaxBytes(maxRequestBytes))
-	s.Handle(path, h)
+	path, h := releasecontrollerv1connect.NewReleaseServiceHandler(svc, connect.WithReadMaxBytes(MaxRequestBytes))
+	// The body may hold a gRPC envelope (5 bytes) around the message; a body over the limit is
+	// refused in the caller's protocol (resource_exhausted), not with a bare 413.
+	s.Handle(path, h, server.MaxBodyBytes(MaxRequestBytes+64), server.OwnTooLargeErrors())
 }
 
 // ListReleases returns a page of one day's entries, oldest first.
@@ -75,13 +81,13 @@ func (s *Service) ListReleases(_ context.Context, req *connect.Request[releaseco
 	}
 	day := msg.GetDay()
 	if day != "" {
-		if err := checkDay(day); err != nil {
+		if err := paging.CheckDay(day); err != nil {
 			return nil, connect.NewError(connect.CodeInvalidArgument, err)
 		}
 	}
 	offset := 0
 	if msg.GetPageToken() != "" {
-		tokenDay, tokenOffset, err := decodePageToken(msg.GetPageToken())
+		tokenDay, tokenOffset, err := paging.DecodeToken(msg.GetPageToken())
 		if err != nil {
 			return nil, connect.NewError(connect.CodeInvalidArgument, err)
 		}
@@ -113,7 +119,7 @@ func (s *Service) ListReleases(_ context.Context, req *connect.Request[releaseco
 		resp.Releases = append(resp.Releases, toProto(e))
 	}
 	if end := offset + len(page); end < total {
-		resp.NextPageToken = encodePageToken(day, end)
+		resp.NextPageToken = paging.EncodeToken(day, end)
 	}
 	resp.PreviousDay, resp.NextDay = s.store.Adjacent(day)
 	return connect.NewResponse(resp), nil
@@ -129,7 +135,9 @@ func (s *Service) ListReleaseDays(context.Context, *connect.Request[releasecontr
 }
 
 // AddRelease adds an entry for a caller RBAC allows to write the log. The entry's author is
-// the caller's username unless the request names one.
+// always the caller, the username of the bearer token: nobody writes in someone else's name.
+// An author the request names that is not the caller (a CI system writing for a person) is
+// kept as the entry's reported author, display text beside the real one.
 func (s *Service) AddRelease(ctx context.Context, req *connect.Request[releasecontrollerv1.AddReleaseRequest]) (*connect.Response[releasecontrollerv1.AddReleaseResponse], error) {
 	// Authorization comes first: an unauthorized caller learns nothing about the log, not
 	// even what it would have said of the entry.
@@ -141,9 +149,13 @@ func (s *Service) AddRelease(ctx context.Context, req *connect.Request[releaseco
 	if r == nil {
 		return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("release is required"))
 	}
+	reported, err := reportedAuthor(r, user)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInvalidArgument, err)
+	}
 	e := releaselog.Entry{
 		Type: r.GetType(), Version: r.GetVersion(), Origin: r.GetOrigin(),
-		Author: r.GetAuthor(), Message: r.GetMessage(), Link: r.GetLink(),
+		Author: user, ReportedAuthor: reported, Message: r.GetMessage(), Link: r.GetLink(),
 	}
 	if r.GetDate() != nil {
 		if err := r.GetDate().CheckValid(); err != nil {
@@ -151,14 +163,30 @@ func (s *Service) AddRelease(ctx context.Context, req *connect.Request[releaseco
 		}
 		e.Date = r.GetDate().AsTime()
 	}
-	if e.Author == "" {
-		e.Author = user
-	}
 	day, err := s.writer.AddRelease(ctx, e)
 	if err != nil {
 		return nil, writeError(err)
 	}
 	return connect.NewResponse(&releasecontrollerv1.AddReleaseResponse{Day: day}), nil
+}
+
+// MaxReportedAuthorLength bounds a reported author, in characters (the ReleaseLog's bound).
+const MaxReportedAuthorLength = 128
+
+// reportedAuthor is the author r names for the entry user writes: its reported_author, else
+// its author unless that is user; empty when it names user or nobody.
+func reportedAuthor(r *releasecontrollerv1.Release, user string) (string, error) {
+	field, reported := "release.reported_author", strings.TrimSpace(r.GetReportedAuthor())
+	if reported == "" {
+		field, reported = "release.author", strings.TrimSpace(r.GetAuthor())
+	}
+	if reported == user {
+		return "", nil
+	}
+	if n := utf8.RuneCountInString(reported); n > MaxReportedAuthorLength {
+		return "", fmt.Errorf("%s is %d characters long, more than the %d a reported author may have", field, n, MaxReportedAuthorLength)
+	}
+	return reported, nil
 }
 
 // writeError gives an error of the writer its Connect code.
@@ -189,21 +217,9 @@ func pageSize(requested int32) (int, error) {
 	return int(requested), nil
 }
 
-// checkDay accepts a day written as the store keys it, YYYY-MM-DD, naming a real date.
-func checkDay(day string) error {
-	start, err := releaselog.ParseDay(day)
-	if err != nil {
-		return err
-	}
-	if releaselog.DayOf(start) != day {
-		return fmt.Errorf("%q is not a day written YYYY-MM-DD", day)
-	}
-	return nil
-}
-
 func toProto(e releaselog.Entry) *releasecontrollerv1.Release {
 	return &releasecontrollerv1.Release{
 		Type: e.Type, Version: e.Version, Origin: e.Origin, Date: timestamppb.New(e.Date),
-		Author: e.Author, Message: e.Message, Link: e.Link,
+		Author: e.Author, Message: e.Message, Link: e.Link, ReportedAuthor: e.ReportedAuthor,
 	}
 }

@@ -88,7 +88,13 @@ func storeOnly(t testing.TB, opts releaselog.Options) *logParts {
 // returns its base URL.
 func serve(t testing.TB, parts *logParts) string {
 	t.Helper()
-	svc := releaseapi.NewService(parts.Store, parts.Writer, parts.Options, releaseapi.NewAuthorizer(env.Client, parts.Namespace))
+	return serveWith(t, parts, releaseapi.NewAuthorizer(env.Client, parts.Namespace))
+}
+
+// serveWith is serve with the authorizer auth.
+func serveWith(t testing.TB, parts *logParts, auth *releaseapi.Authorizer) string {
+	t.Helper()
+	svc := releaseapi.NewService(parts.Store, parts.Writer, parts.Options, auth)
 	s := server.New()
 	releaseapi.Register(s, svc)
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -22,17 +22,18 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	releasecontrollerv1 "github.com/release-controller/release-controller/internal/gen/releasecontroller/v1"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/server/releaseapi"
 )
 
 // writeEnv is the release log of a namespace, with its controllers running, served over HTTP,
-// and two service accounts: writer, whom a Role allows to create releaselogs, and reader, who
-// may not.
+// and three service accounts: writer and other, whom a Role allows to create releaselogs, and
+// reader, who may not.
 type writeEnv struct {
 	url   string
 	parts *logParts
-	// Tokens and usernames of the two service accounts.
-	writerToken, readerToken string
-	writerUser, readerUser   string
+	// Tokens and usernames of the service accounts.
+	writerToken, readerToken, otherToken string
+	writerUser, readerUser, otherUser    string
 }
 
 func newWriteEnv(t *testing.T) *writeEnv {
@@ -43,10 +44,17 @@ func newWriteEnv(t *testing.T) *writeEnv {
 // newWriteEnvWith is newWriteEnv with the release log configured by opts.
 func newWriteEnvWith(t *testing.T, opts releaselog.Options) *writeEnv {
 	t.Helper()
+	return newWriteEnvAuth(t, opts, nil)
+}
+
+// newWriteEnvAuth is newWriteEnvWith whose service asks the authorizer auth returns for the
+// namespace (nil: the default authorizer on the test's client).
+func newWriteEnvAuth(t *testing.T, opts releaselog.Options, auth func(ns string) *releaseapi.Authorizer) *writeEnv {
+	t.Helper()
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	parts := startLog(t, ns, opts)
-	for _, name := range []string{"writer", "reader"} {
+	for _, name := range []string{"writer", "reader", "other"} {
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		if err := env.Client.Create(ctx, sa); err != nil {
 			t.Fatal(err)
@@ -59,29 +67,48 @@ func newWriteEnvWith(t *testing.T, opts releaselog.Options) *writeEnv {
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release-log-writer"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "writer"}},
+		Subjects: []rbacv1.Subject{
+			{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "writer"},
+			{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "other"},
+		},
 	}
 	for _, obj := range []client.Object{role, binding} {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
 	}
+	authorizer := releaseapi.NewAuthorizer(env.Client, ns)
+	if auth != nil {
+		authorizer = auth(ns)
+	}
 	w := &writeEnv{
-		url: serve(t, parts), parts: parts,
-		writerToken: mintToken(t, ns, "writer"), readerToken: mintToken(t, ns, "reader"),
-		writerUser: "system:serviceaccount:" + ns + ":writer", readerUser: "system:serviceaccount:" + ns + ":reader",
+		url: serveWith(t, parts, authorizer), parts: parts,
+		writerToken: mintToken(t, ns, "writer"), readerToken: mintToken(t, ns, "reader"), otherToken: mintToken(t, ns, "other"),
+		writerUser: serviceAccountUser(ns, "writer"), readerUser: serviceAccountUser(ns, "reader"), otherUser: serviceAccountUser(ns, "other"),
 	}
 	// The API server's RBAC authorizer learns of the new binding from its own informers:
 	// wait until it does, so the tests below see a settled policy.
-	eventually(t, func(g Gomega) {
-		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User: w.writerUser, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-			ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "release-controller.dev", Resource: "releaselogs"},
-		}}
-		g.Expect(env.Client.Create(ctx, sar)).To(Succeed())
-		g.Expect(sar.Status.Allowed).To(BeTrue(), "the writer's role binding is not in effect yet")
-	})
+	for _, user := range []string{w.writerUser, w.otherUser} {
+		eventually(t, func(g Gomega) {
+			g.Expect(allowedToWrite(ctx, ns, user)).To(BeTrue(), "the role binding of %s is not in effect yet", user)
+		})
+	}
 	return w
+}
+
+func serviceAccountUser(ns, name string) string { return "system:serviceaccount:" + ns + ":" + name }
+
+// allowedToWrite asks the API server directly whether a service account's user may write the
+// namespace's release log.
+func allowedToWrite(ctx context.Context, ns, user string) (bool, error) {
+	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "release-controller.dev", Resource: "releaselogs"},
+	}}
+	if err := env.Client.Create(ctx, sar); err != nil {
+		return false, err
+	}
+	return sar.Status.Allowed, nil
 }
 
 // mintToken asks the API server for a token of a service account (the TokenRequest API, what
@@ -208,7 +235,9 @@ func TestAddReleaseMapsTheEntry(t *testing.T) {
 	if resp.Msg.Day != releaselog.DayOf(date) {
 		t.Errorf("added to %s, want the entry's day %s", resp.Msg.Day, releaselog.DayOf(date))
 	}
-	want := releaselog.Entry{Type: "hotfix", Version: "4.15.1", Origin: "jenkins", Date: date, Author: "alice", Message: "fixes the login", Link: "https://ci.example.com/job/42"}
+	// The author is the caller; the author the request named is kept as the reported author.
+	want := releaselog.Entry{Type: "hotfix", Version: "4.15.1", Origin: "jenkins", Date: date, Author: w.writerUser, ReportedAuthor: "alice",
+		Message: "fixes the login", Link: "https://ci.example.com/job/42"}
 	eventually(t, func(g Gomega) {
 		g.Expect(w.parts.Store.Entries(resp.Msg.Day)).To(Equal([]releaselog.Entry{want}))
 	})
@@ -219,7 +248,7 @@ func TestAddReleaseMapsTheEntry(t *testing.T) {
 	}
 	got := listed.Releases[0]
 	if got.Type != r.Type || got.Version != r.Version || got.Origin != r.Origin || !got.Date.AsTime().Equal(date) ||
-		got.Author != r.Author || got.Message != r.Message || got.Link != r.Link {
+		got.Author != w.writerUser || got.ReportedAuthor != "alice" || got.Message != r.Message || got.Link != r.Link {
 		t.Errorf("listed %v, want %v", got, r)
 	}
 }

@@ -52,9 +52,15 @@ type row struct {
 	Key string
 	// DateTime is the machine-readable time (RFC 3339), Time the shown one.
 	DateTime, Time string
-	Type, Color    string
-	Version, Link  string
-	Author         string
+	Type           string
+	// ColorClass is the class of the type's colour in the types stylesheet; empty for a
+	// type without one.
+	ColorClass    string
+	Version, Link string
+	Author        string
+	// ReportedAuthor is who the writer said it wrote for: shown beside the author, marked
+	// as unverified.
+	ReportedAuthor string
 	Message        string
 	Origin         string
 }
@@ -85,16 +91,17 @@ func (p *pages) dayView(day string) (dayView, error) {
 			key = e.Date.UTC().Format(time.RFC3339) + " " + e.Type + " " + e.Version
 		}
 		rows[i] = row{
-			Key:      key,
-			DateTime: e.Date.UTC().Format(time.RFC3339),
-			Time:     e.Date.UTC().Format("15:04:05"),
-			Type:     e.Type,
-			Color:    p.colors[e.Type],
-			Version:  e.Version,
-			Link:     e.Link,
-			Author:   e.Author,
-			Message:  e.Message,
-			Origin:   e.Origin,
+			Key:            key,
+			DateTime:       e.Date.UTC().Format(time.RFC3339),
+			Time:           e.Date.UTC().Format("15:04:05"),
+			Type:           e.Type,
+			ColorClass:     p.colorClass[e.Type],
+			Version:        e.Version,
+			Link:           e.Link,
+			Author:         e.Author,
+			ReportedAuthor: e.ReportedAuthor,
+			Message:        e.Message,
+			Origin:         e.Origin,
 		}
 	}
 

@@ -219,9 +219,6 @@ func (p *site) graphPage(w http.ResponseWriter, r *http.Request) {
 	}
 	g := buildGraph(s)
 	if format == "svg" {
-		for k, v := range securityHeaders {
-			w.Header().Set(k, v)
-		}
 		w.Header().Set("Content-Type", "image/svg+xml")
 		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + g.svg() + "\n"))
 		return

@@ -192,10 +192,9 @@ func renderPage(w http.ResponseWriter, code int, name string, data any) {
 	_, _ = w.Write(buf.Bytes())
 }
 
+// writeHTMLHeaders sets a page's type; the server sets the security headers (CSP) of every
+// response.
 func writeHTMLHeaders(w http.ResponseWriter) {
-	for k, v := range securityHeaders {
-		w.Header().Set(k, v)
-	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 }
 

@@ -418,7 +418,7 @@ func TestReleasePageStreamsTheChangeLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
 	body := bufio.NewReader(resp.Body)
@@ -671,7 +671,7 @@ func TestGraphPage(t *testing.T) {
 	// Well-formed XML: the decoder reads every token.
 	dec := xml.NewDecoder(strings.NewReader(p.body))
 	for {
-		if _, err := dec.Token(); err == io.EOF {
+		if _, err := dec.Token(); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			t.Fatalf("the SVG is not well-formed XML: %v\n%s", err, p.body)
@@ -835,7 +835,7 @@ func TestOldPayloadLinksRedirect(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Request.URL.Path != releaseURL("demo", "nightly", tag4) {
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != releaseURL("demo", "nightly", tag4) {
 		t.Errorf("following the redirect: %d at %s", resp.StatusCode, resp.Request.URL.Path)
 	}
 }
@@ -900,7 +900,7 @@ func openEvents(t *testing.T, url string) *bufio.Reader {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { resp.Body.Close() })
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("status %d, type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	return bufio.NewReader(resp.Body)

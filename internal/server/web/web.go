@@ -10,9 +10,14 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"fmt"
 	"html/template"
 	"io/fs"
+	"maps"
 	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,7 +29,11 @@ import (
 const (
 	ReleasesPath = "/releases"
 	EventsPath   = "/releases/events"
-	StaticPrefix = "/static/"
+	// TypesStylesheetPath is the stylesheet of the entry types' colours: the configured
+	// colours as rules, so the pages need no inline style (the server's
+	// Content-Security-Policy allows none).
+	TypesStylesheetPath = "/releases/types.css"
+	StaticPrefix        = "/static/"
 )
 
 //go:embed templates static
@@ -32,28 +41,22 @@ var files embed.FS
 
 var templates = template.Must(template.ParseFS(files, "templates/*.html"))
 
-// securityHeaders are sent with every page: same-origin scripts and connections only. Inline
-// styles stay allowed for the type colours (html/template sanitises their values).
-var securityHeaders = map[string]string{
-	"Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
-		"connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
-	"X-Content-Type-Options": "nosniff",
-	"Referrer-Policy":        "same-origin",
-}
-
 // Register serves the Releases page, its event stream and the static assets on s.
 func Register(s *server.Server, store *releaselog.Store, opts releaselog.Options) {
 	p := newPages(store, opts)
 	s.Handle("GET "+ReleasesPath, http.HandlerFunc(p.releases))
 	s.Handle("GET "+EventsPath, http.HandlerFunc(p.events))
+	s.Handle("GET "+TypesStylesheetPath, p.typesStylesheet())
 	s.Handle("GET "+StaticPrefix, staticHandler())
 }
 
 type pages struct {
 	store *releaselog.Store
 	opts  releaselog.Options
-	// colors maps an entry type to its CSS colour.
-	colors map[string]string
+	// colorClass maps an entry type to the class of its colour in the types stylesheet.
+	colorClass map[string]string
+	// typesCSS is the types stylesheet.
+	typesCSS []byte
 }
 
 func newPages(store *releaselog.Store, opts releaselog.Options) *pages {
@@ -66,7 +69,53 @@ func newPages(store *releaselog.Store, opts releaselog.Options) *pages {
 			colors[t.Name] = t.Color
 		}
 	}
-	return &pages{store: store, opts: opts, colors: colors}
+	p := &pages{store: store, opts: opts, colorClass: map[string]string{}}
+	var css bytes.Buffer
+	css.WriteString("/* The colours of the release log's entry types (--log-type). */\n")
+	for i, name := range slices.Sorted(maps.Keys(colors)) {
+		if !ValidColor(colors[name]) {
+			continue // refused by the flags; never written into a stylesheet
+		}
+		class := "type-" + strconv.Itoa(i)
+		p.colorClass[name] = class
+		fmt.Fprintf(&css, ".badge.%s { --type-color: %s; }\n", class, colors[name])
+	}
+	p.typesCSS = css.Bytes()
+	return p
+}
+
+// colorPattern is what a type's colour may hold: CSS colour names, #hex, and colour functions
+// such as rgb(...) or hsl(... / 50%) — nothing that could end a declaration or a rule.
+var (
+	colorPattern   = regexp.MustCompile(`^[A-Za-z0-9#(),.%/ +-]{1,64}$`)
+	colorFunction  = regexp.MustCompile(`([A-Za-z-]*)\(`)
+	colorFunctions = []string{"rgb", "rgba", "hsl", "hsla", "hwb", "lab", "lch", "oklab", "oklch", "color", "color-mix"}
+)
+
+// ValidColor reports whether color may be written into the types stylesheet: a CSS colour
+// name, #hex, or a colour function such as rgb(...) or hsl(...).
+func ValidColor(color string) bool {
+	if !colorPattern.MatchString(color) || strings.Count(color, "(") != strings.Count(color, ")") {
+		return false
+	}
+	for _, m := range colorFunction.FindAllStringSubmatch(color, -1) {
+		if !slices.Contains(colorFunctions, strings.ToLower(m[1])) {
+			return false
+		}
+	}
+	return true
+}
+
+// typesStylesheet serves the types stylesheet, revalidated like the static assets.
+func (p *pages) typesStylesheet() http.Handler {
+	sum := sha256.Sum256(p.typesCSS)
+	etag := `"` + hex.EncodeToString(sum[:8]) + `"`
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Header().Set("ETag", etag)
+		w.Header().Set("Cache-Control", "no-cache")
+		http.ServeContent(w, r, "types.css", time.Time{}, bytes.NewReader(p.typesCSS))
+	})
 }
 
 // pageData is what the page templates render.
@@ -133,9 +182,6 @@ func render(w http.ResponseWriter, code int, name string, data any) {
 		http.Error(w, "rendering the page: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	for k, v := range securityHeaders {
-		w.Header().Set(k, v)
-	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
@@ -176,7 +222,6 @@ func staticHandler() http.Handler {
 		}
 		w.Header().Set("ETag", etag)
 		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
 		serve.ServeHTTP(w, r)
 	})
 }

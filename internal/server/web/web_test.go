@@ -52,7 +52,7 @@ func filledStore() *releaselog.Store {
 	store := releaselog.NewStore()
 	store.Set("2026-11-22", latestDay)
 	store.Set("2026-11-20", []releaselog.Entry{
-		{ID: "hotfix-1", Type: "security", Version: "4.17.9", Origin: "cli", Date: at("2026-11-20T08:00:00Z"), Author: "bob"},
+		{ID: "hotfix-1", Type: "security", Version: "4.17.9", Origin: "cli", Date: at("2026-11-20T08:00:00Z"), Author: "ci-bot", ReportedAuthor: "bob"},
 	})
 	// A day whose object exists but holds no entries.
 	store.Set("2026-11-18", nil)
@@ -141,13 +141,14 @@ func TestReleasesPage(t *testing.T) {
 				`<p class="summary">3 releases</p>`,
 				`<th scope="col">Time (UTC)</th>`,
 				`<td class="time"><time datetime="2026-11-22T09:30:00Z">09:30:00</time></td>`,
-				`<span class="badge" style="--type-color: blue">promotion</span>`,
+				`<span class="badge type-1">promotion</span>`,
 				`<a href="https://example.com/4.18.1">4.18.1</a>`,
 				`<td class="author">alice</td>`,
 				`<td class="message">Promoted to stable</td>`,
 				`<td class="origin">cli</td>`,
 				`<a href="/releases/ocp/4.18/4.18.2">4.18.2</a>`,
 				`<link rel="stylesheet" href="/static/releases.css">`,
+				`<link rel="stylesheet" href="/releases/types.css">`,
 				`keeps each day for 10 days`,
 			},
 			dontWant: []string{`rel="next"`, `Latest day`},
@@ -161,7 +162,8 @@ func TestReleasesPage(t *testing.T) {
 				`<a rel="next" href="/releases?day=2026-11-22">`,
 				`<p class="summary">1 release</p>`,
 				`<tr data-key="hotfix-1">`,
-				`<span class="badge" style="--type-color: #6a1b9a">security</span>`,
+				`<span class="badge type-4">security</span>`,
+				`<td class="author">ci-bot <span class="reported" title="as the writer reported; not verified">for bob</span></td>`,
 				`<td class="version">4.17.9</td>`,
 			},
 			// The next day is the latest: one link is enough.
@@ -311,6 +313,42 @@ func TestStaticAssets(t *testing.T) {
 	}
 }
 
+// The type colours are rules of a stylesheet of their own (the CSP allows no inline style);
+// a colour that could break out of its declaration is left out.
+func TestTypesStylesheet(t *testing.T) {
+	opts := options()
+	opts.Types = append(opts.Types,
+		releaselog.TypeConfig{Name: "rollback", Color: "rgb(10 20 30 / 50%)"},
+		releaselog.TypeConfig{Name: "evil", Color: "red; } body { display: none"})
+	base := serve(t, releaselog.NewStore(), opts)
+	code, header, body := get(t, base+web.TypesStylesheetPath)
+	if code != 200 || header.Get("Content-Type") != "text/css; charset=utf-8" || header.Get("ETag") == "" {
+		t.Errorf("status %d, type %q, ETag %q", code, header.Get("Content-Type"), header.Get("ETag"))
+	}
+	// Sorted by name: evil, hotfix, promotion, rejected, release, rollback, security.
+	for _, want := range []string{
+		".badge.type-1 { --type-color: orange; }",
+		".badge.type-2 { --type-color: blue; }",
+		".badge.type-5 { --type-color: rgb(10 20 30 / 50%); }",
+		".badge.type-6 { --type-color: #6a1b9a; }",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the stylesheet lacks %s:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "display") || strings.Contains(body, "type-0") {
+		t.Errorf("the stylesheet has the unsafe colour:\n%s", body)
+	}
+	for color, ok := range map[string]bool{
+		"green": true, "#1a7f37": true, "rgb(0, 128, 0)": true, "hsl(120 100% 25% / .5)": true,
+		"": false, "red;": false, "red}": false, `"red"`: false, "url(x)": false, "color-mix(in srgb, red 50%, blue)": true, "rgb(0,0,0": false, "a\nb": false,
+	} {
+		if got := web.ValidColor(color); got != ok {
+			t.Errorf("ValidColor(%q) = %v, want %v", color, got, ok)
+		}
+	}
+}
+
 // sseEvent is one server-sent event.
 type sseEvent struct {
 	name string
@@ -377,7 +415,7 @@ func TestEvents(t *testing.T) {
 	// Closing the body before the server shuts down is the client leaving; the server's
 	// shutdown in serve's cleanup then checks that no stream is left behind.
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("status %d, type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	stream := bufio.NewReader(resp.Body)
@@ -444,7 +482,7 @@ func TestEventsNeedADay(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Errorf("HEAD: status %d, type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	for _, query := range []string{"", "?day=", "?day=tomorrow", "?day=2026-13-01"} {

@@ -35,13 +35,20 @@ type Release struct {
 	Origin string `protobuf:"bytes,3,opt,name=origin,proto3" json:"origin,omitempty"`
 	// Date of the event; AddRelease uses now when unset.
 	Date *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=date,proto3" json:"date,omitempty"`
-	// Author of the entry; AddRelease uses the caller's username when unset.
+	// Author is who wrote the entry: for AddRelease always the authenticated caller, the
+	// username of the bearer token (the release controller's own entries say
+	// release-controller). An author given to AddRelease that is not the caller is kept as
+	// reported_author.
 	Author  string `protobuf:"bytes,5,opt,name=author,proto3" json:"author,omitempty"`
 	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
 	// Link to more, an http(s) URL or a path of this server.
-	Link          string `protobuf:"bytes,7,opt,name=link,proto3" json:"link,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Link string `protobuf:"bytes,7,opt,name=link,proto3" json:"link,omitempty"`
+	// ReportedAuthor is the author the writer named when it was not the writer itself, e.g. the
+	// person a CI system acts for (at most 128 characters): display text, not verified.
+	// AddRelease takes it from reported_author, or else from an author that is not the caller.
+	ReportedAuthor string `protobuf:"bytes,8,opt,name=reported_author,json=reportedAuthor,proto3" json:"reported_author,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Release) Reset() {
@@ -119,6 +126,13 @@ func (x *Release) GetMessage() string {
 func (x *Release) GetLink() string {
 	if x != nil {
 		return x.Link
+	}
+	return ""
+}
+
+func (x *Release) GetReportedAuthor() string {
+	if x != nil {
+		return x.ReportedAuthor
 	}
 	return ""
 }
@@ -520,7 +534,7 @@ var File_releasecontroller_v1_release_proto protoreflect.FileDescriptor
 
 const file_releasecontroller_v1_release_proto_rawDesc = "" +
 	"\n" +
-	"\"releasecontroller/v1/release.proto\x12\x14releasecontroller.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc5\x01\n" +
+	"\"releasecontroller/v1/release.proto\x12\x14releasecontroller.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xee\x01\n" +
 	"\aRelease\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x16\n" +
@@ -528,7 +542,8 @@ const file_releasecontroller_v1_release_proto_rawDesc = "" +
 	"\x04date\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04date\x12\x16\n" +
 	"\x06author\x18\x05 \x01(\tR\x06author\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x12\n" +
-	"\x04link\x18\a \x01(\tR\x04link\"L\n" +
+	"\x04link\x18\a \x01(\tR\x04link\x12'\n" +
+	"\x0freported_author\x18\b \x01(\tR\x0ereportedAuthor\"L\n" +
 	"\x11AddReleaseRequest\x127\n" +
 	"\arelease\x18\x01 \x01(\v2\x1d.releasecontroller.v1.ReleaseR\arelease\"&\n" +
 	"\x12AddReleaseResponse\x12\x10\n" +
