@@ -1,0 +1,301 @@
+// Package approval serves the approval of a pipeline's waiting promotion (a contract):
+//
+//	POST /pipelines/{namespace}/{name}/{environment}/{revision}/approve
+//
+// signed with the environment's shared key (package signature: X-Release-Controller-Timestamp
+// and X-Release-Controller-Signature, a 5-minute window, each signature accepted once), or
+// with a bearer token whose user Kubernetes RBAC allows to update pipelines/approval in the
+// pipeline's namespace (a TokenReview and a SubjectAccessReview). The approval is recorded in
+// the environment's status (status.environments[].approval, with the approver); the
+// controller then promotes.
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/pipeline/signature"
+	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/kubeauth"
+)
+
+// Path is the route's pattern.
+const Path = "/pipelines/{namespace}/{name}/{environment}/{revision}/approve"
+
+// What a bearer token's user must be allowed: update on the pipelines/approval subresource
+// (which only RBAC knows of) in the pipeline's namespace.
+const (
+	approveVerb        = "update"
+	approveResource    = "pipelines"
+	approveSubresource = "approval"
+)
+
+// FieldManager is the field manager of the approvals recorded in pipelines' status.
+const FieldManager = "release-controller-approval"
+
+// maxBody bounds an approval's body (a comment, if anything).
+const maxBody = 64 << 10
+
+// The api reads the pipeline and the approval key from the API server (neither is cached),
+// and records the approval in the pipeline's status; its reviewer asks about tokens.
+// +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines,verbs=get
+// +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// Handler serves approvals.
+type Handler struct {
+	// Client writes the pipelines' status; Reader reads pipelines and Secrets from the API
+	// server.
+	Client   client.Client
+	Reader   client.Reader
+	Reviewer *kubeauth.Reviewer
+	Verifier *signature.Verifier
+	Now      func() time.Time
+}
+
+// NewHandler returns a handler; reviewer answers for bearer tokens.
+func NewHandler(c client.Client, live client.Reader, reviewer *kubeauth.Reviewer) *Handler {
+	return &Handler{Client: c, Reader: live, Reviewer: reviewer, Verifier: signature.NewVerifier(nil), Now: time.Now}
+}
+
+// Register adds the route to s.
+func Register(s *server.Server, h *Handler) {
+	s.Handle("POST "+Path, h, server.MaxBodyBytes(maxBody))
+}
+
+// Response is the body of a recorded approval.
+type Response struct {
+	Namespace   string    `json:"namespace"`
+	Pipeline    string    `json:"pipeline"`
+	Environment string    `json:"environment"`
+	Revision    string    `json:"revision"`
+	Approver    string    `json:"approver"`
+	Time        time.Time `json:"time"`
+}
+
+// httpError is an answer other than 200.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return e.msg }
+
+func fail(code int, format string, args ...any) error {
+	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	resp, err := h.approve(r)
+	if err != nil {
+		var he *httpError
+		if !errors.As(err, &he) {
+			ctrl.LoggerFrom(r.Context()).Error(err, "recording an approval", "path", r.URL.Path)
+			he = &httpError{code: http.StatusInternalServerError, msg: "recording the approval failed: " + err.Error()}
+		}
+		if he.code == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="release-controller"`)
+		}
+		http.Error(w, he.msg, he.code)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+func (h *Handler) approve(r *http.Request) (*Response, error) {
+	ctx := r.Context()
+	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
+	envName, revision := r.PathValue("environment"), r.PathValue("revision")
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return nil, fail(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", maxBody)
+		}
+		return nil, fail(http.StatusBadRequest, "reading the body: %v", err)
+	}
+
+	// A bearer token is checked before anything is read, so that an unauthenticated caller
+	// learns nothing of the pipelines.
+	approver := ""
+	bearer := r.Header.Get("Authorization") != ""
+	if bearer {
+		if approver, err = h.authorize(ctx, r.Header.Get("Authorization"), key); err != nil {
+			return nil, err
+		}
+	} else if r.Header.Get(signature.HeaderSignature) == "" && r.Header.Get(signature.HeaderTimestamp) == "" {
+		return nil, fail(http.StatusUnauthorized, "an approval is signed (%s and %s headers) or carries an Authorization: Bearer <token> header",
+			signature.HeaderTimestamp, signature.HeaderSignature)
+	}
+
+	var p v1alpha1.Pipeline
+	if err := h.Reader.Get(ctx, key, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fail(http.StatusNotFound, "pipeline %s not found", key)
+		}
+		return nil, err
+	}
+	env := environment(&p, envName)
+	if env == nil {
+		return nil, fail(http.StatusNotFound, "pipeline %s has no environment %q", key, envName)
+	}
+	if env.Approval == nil {
+		return nil, fail(http.StatusConflict, "environment %q of pipeline %s does not ask for approval", envName, key)
+	}
+	if !bearer {
+		secret, err := h.sharedKey(ctx, key.Namespace, env.Approval.SecretRef.Name)
+		if err != nil {
+			return nil, err
+		}
+		if err := h.Verifier.Verify(secret, r.Method, r.URL.EscapedPath(), r.Header.Get(signature.HeaderTimestamp), r.Header.Get(signature.HeaderSignature), body); err != nil {
+			return nil, signatureError(err)
+		}
+		approver = "hmac:" + env.Approval.SecretRef.Name
+	}
+
+	now := metav1.NewTime(h.Now().UTC().Truncate(time.Second))
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := h.Reader.Get(ctx, key, &p); err != nil {
+			return err
+		}
+		if err := waiting(environmentStatus(&p, envName), envName, revision); err != nil {
+			return err
+		}
+		// Server-side apply of the approval alone, on the condition that the pipeline is
+		// still the one checked (its resourceVersion): the controller's part of the status
+		// is left to it.
+		record, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v1alpha1.ApprovalRecord{Revision: revision, Approver: approver, Time: now})
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{
+			"environments": []any{map[string]any{"name": envName, "approval": record}},
+		}}}
+		u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Pipeline"))
+		u.SetNamespace(key.Namespace)
+		u.SetName(key.Name)
+		u.SetResourceVersion(p.ResourceVersion)
+		return h.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ctrl.LoggerFrom(ctx).Info("approval recorded", "pipeline", key, "environment", envName, "revision", revision, "approver", approver)
+	return &Response{Namespace: key.Namespace, Pipeline: key.Name, Environment: envName, Revision: revision, Approver: approver, Time: now.Time}, nil
+}
+
+// waiting checks that s waits for the approval of revision.
+func waiting(s *v1alpha1.EnvironmentStatus, env, revision string) error {
+	switch {
+	case s == nil || s.WaitingApproval == nil:
+		if s != nil && s.LastPromotion != nil && s.LastPromotion.Revision == revision {
+			return fail(http.StatusConflict, "environment %q was promoted to %s already", env, revision)
+		}
+		return fail(http.StatusConflict, "environment %q is not waiting for an approval", env)
+	case s.WaitingApproval.Revision != revision:
+		return fail(http.StatusConflict, "environment %q waits for the approval of revision %s, not %s", env, s.WaitingApproval.Revision, revision)
+	case s.Approval != nil && s.Approval.Revision == revision:
+		return fail(http.StatusConflict, "revision %s of environment %q is approved already (by %s)", revision, env, s.Approval.Approver)
+	}
+	return nil
+}
+
+// signatureError answers a refused signature; no message quotes an HMAC.
+func signatureError(err error) error {
+	switch {
+	case errors.Is(err, signature.ErrMalformed), errors.Is(err, signature.ErrTimestamp):
+		return fail(http.StatusBadRequest, "%v", err)
+	case errors.Is(err, signature.ErrReplayed):
+		return fail(http.StatusConflict, "%v", err)
+	}
+	return fail(http.StatusUnauthorized, "%v", err)
+}
+
+// authorize checks a bearer token: its user must be allowed to update pipelines/approval of
+// the pipeline. It returns the username.
+func (h *Handler) authorize(ctx context.Context, authorization string, key types.NamespacedName) (string, error) {
+	token, err := kubeauth.BearerToken(authorization)
+	if err != nil {
+		return "", fail(http.StatusUnauthorized, "%v", err)
+	}
+	id, err := h.Reviewer.Authenticate(ctx, token)
+	if err != nil {
+		return "", fmt.Errorf("checking the bearer token with the API server: %w", err)
+	}
+	if !id.Authenticated {
+		msg := "the bearer token is not valid"
+		if id.Error != "" {
+			msg += ": " + id.Error
+		}
+		return "", fail(http.StatusUnauthorized, "%s", msg)
+	}
+	d, err := h.Reviewer.Authorize(ctx, id.User, kubeauth.Access{Resource: &authorizationv1.ResourceAttributes{
+		Namespace: key.Namespace, Verb: approveVerb, Group: v1alpha1.GroupVersion.Group,
+		Resource: approveResource, Subresource: approveSubresource, Name: key.Name,
+	}})
+	if err != nil {
+		return "", fmt.Errorf("checking %q's permissions with the API server: %w", id.User.Username, err)
+	}
+	if !d.Allowed {
+		msg := fmt.Sprintf("user %q may not %s %s/%s of pipeline %s, which approving needs", id.User.Username, approveVerb, approveResource, approveSubresource, key)
+		if d.Reason != "" {
+			msg += " (" + d.Reason + ")"
+		}
+		return "", fail(http.StatusForbidden, "%s", msg)
+	}
+	return id.User.Username, nil
+}
+
+// sharedKey reads the approval key of the environment.
+func (h *Handler) sharedKey(ctx context.Context, namespace, name string) ([]byte, error) {
+	var s corev1.Secret
+	if err := h.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fail(http.StatusConflict, "the environment's approval key Secret %s does not exist", name)
+		}
+		return nil, err
+	}
+	key := s.Data[v1alpha1.SecretKeyHMAC]
+	if len(key) == 0 {
+		return nil, fail(http.StatusConflict, "the environment's approval key Secret %s has no key %q", name, v1alpha1.SecretKeyHMAC)
+	}
+	return key, nil
+}
+
+func environment(p *v1alpha1.Pipeline, name string) *v1alpha1.Environment {
+	for i := range p.Spec.Environments {
+		if p.Spec.Environments[i].Name == name {
+			return &p.Spec.Environments[i]
+		}
+	}
+	return nil
+}
+
+func environmentStatus(p *v1alpha1.Pipeline, name string) *v1alpha1.EnvironmentStatus {
+	for i := range p.Status.Environments {
+		if p.Status.Environments[i].Name == name {
+			return &p.Status.Environments[i]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package approval
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/release-controller/release-controller/internal/pipeline/signature"
+)
+
+// Request is an approval to send.
+type Request struct {
+	// Server is the release-controller's URL, e.g. http://127.0.0.1:8080.
+	Server                                     string
+	Namespace, Pipeline, Environment, Revision string
+	// Key signs the request; else Token is sent as a bearer token.
+	Key   []byte
+	Token string
+	// Now is the clock of the timestamp; nil: the real one.
+	Now func() time.Time
+}
+
+// URL is the approval's URL: the route with each part escaped, under the server's path.
+func (r Request) URL() (*url.URL, error) {
+	u, err := url.Parse(strings.TrimSuffix(r.Server, "/"))
+	if err != nil {
+		return nil, err
+	}
+	raw := u.EscapedPath() + "/pipelines"
+	for _, p := range []string{r.Namespace, r.Pipeline, r.Environment, r.Revision} {
+		raw += "/" + url.PathEscape(p)
+	}
+	raw += "/approve"
+	if u.Path, err = url.PathUnescape(raw); err != nil {
+		return nil, err
+	}
+	u.RawPath = raw
+	return u, nil
+}
+
+// Send posts the approval and returns what the server recorded; an error carries the
+// server's message.
+func (r Request) Send(ctx context.Context, c *http.Client) (*Response, error) {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	u, err := r.URL()
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case len(r.Key) > 0:
+		now := time.Now
+		if r.Now != nil {
+			now = r.Now
+		}
+		ts := now().UTC().Format(time.RFC3339)
+		req.Header.Set(signature.HeaderTimestamp, ts)
+		req.Header.Set(signature.HeaderSignature, signature.Header(r.Key, http.MethodPost, u.EscapedPath(), ts, nil))
+	case r.Token != "":
+		req.Header.Set("Authorization", "Bearer "+r.Token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(data))}
+	}
+	var out Response
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("reading the server's answer: %w", err)
+	}
+	return &out, nil
+}
+
+// StatusError is a refused approval.
+type StatusError struct {
+	Code    int
+	Message string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("%d %s: %s", e.Code, http.StatusText(e.Code), e.Message)
+}

@@ -1,0 +1,506 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+// DefaultHealthInterval spaces the probes of a cluster in use that answers.
+const DefaultHealthInterval = 15 * time.Second
+
+// ClusterKey names a cluster: the kubeconfig Secret namespace/name, or zero for the local
+// cluster (the one the controller runs against).
+type ClusterKey struct {
+	Namespace, Secret string
+}
+
+func (k ClusterKey) String() string {
+	if k.Secret == "" {
+		return "local"
+	}
+	return k.Namespace + "/" + k.Secret
+}
+
+// appKey is one entry of the apps index: an app object on a cluster.
+type appKey struct {
+	cluster         ClusterKey
+	gvk             schema.GroupVersionKind
+	namespace, name string
+}
+
+type informerKey struct {
+	cluster ClusterKey
+	gvk     schema.GroupVersionKind
+}
+
+// Clusters is the clusters manager, the apps watcher and the apps index in one: it keeps a
+// controller-runtime cluster.Cluster (client and cache) per cluster that at least one pipeline
+// uses, one shared informer per (cluster, app kind) however many pipelines watch that kind
+// there, and the index (cluster, namespace, app) → pipelines that routes an informer's events.
+// An update event enqueues a pipeline only when its app's revision or readiness moved between
+// the event's old and new objects; nothing polls a cluster for apps.
+//
+// Each cluster in use is probed (its /version, a cheap request every user may make) every
+// HealthInterval, and with exponential backoff while it does not answer; each change of
+// reachability enqueues its pipelines, whose status then says so (ClusterUnreachable).
+type Clusters struct {
+	local *rest.Config
+	// secretMeta reads Secrets' metadata (from a metadata cache), secrets their data (from
+	// the API server: Secrets are not cached).
+	secretMeta, secrets client.Reader
+	enqueue             func(types.NamespacedName)
+	// newCluster builds a cluster from a config (tests may wrap it).
+	newCluster func(*rest.Config) (cluster.Cluster, error)
+	probe      func(context.Context, *rest.Config) error
+	backoff    workqueue.TypedRateLimiter[ClusterKey]
+	// HealthInterval spaces the probes of a cluster that answers; set it before Start.
+	HealthInterval time.Duration
+
+	mu       sync.Mutex
+	ctx      context.Context // the manager's, once started
+	clusters map[ClusterKey]*clusterEntry
+	// index: app → pipelines watching it, with how each reads it.
+	index map[appKey]map[types.NamespacedName]App
+	// uses: pipeline → the apps it watches (to update the index when the pipeline changes).
+	uses map[types.NamespacedName][]appKey
+}
+
+type clusterEntry struct {
+	key     ClusterKey
+	config  *rest.Config
+	cluster cluster.Cluster
+	cancel  context.CancelFunc
+	// secretVersion is the resourceVersion of the Secret the cluster was built from.
+	secretVersion string
+	informers     map[schema.GroupVersionKind]*informerEntry
+	// problem is why the cluster cannot be read now (empty: fine).
+	problem string
+}
+
+type informerEntry struct {
+	informer     cache.Informer
+	registration toolscache.ResourceEventHandlerRegistration
+}
+
+// NewClusters returns a clusters manager. local is the controller's own cluster; secretMeta
+// reads kubeconfig Secrets' metadata (a manager's client: from its metadata cache) and secrets
+// their data (an API reader); enqueue is called with a pipeline whose apps or clusters changed.
+func NewClusters(local *rest.Config, secretMeta, secrets client.Reader, enqueue func(types.NamespacedName)) *Clusters {
+	return &Clusters{
+		local: local, secretMeta: secretMeta, secrets: secrets, enqueue: enqueue,
+		newCluster:     newCluster,
+		probe:          probeCluster,
+		backoff:        workqueue.NewTypedItemExponentialFailureRateLimiter[ClusterKey](time.Second, time.Minute),
+		HealthInterval: DefaultHealthInterval,
+		clusters:       map[ClusterKey]*clusterEntry{},
+		index:          map[appKey]map[types.NamespacedName]App{},
+		uses:           map[types.NamespacedName][]appKey{},
+	}
+}
+
+// Start runs until ctx ends, then stops every cluster. It is a manager Runnable (leader only:
+// only the leader promotes).
+func (c *Clusters) Start(ctx context.Context) error {
+	c.mu.Lock()
+	c.ctx = ctx
+	c.mu.Unlock()
+	<-ctx.Done()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.clusters {
+		e.stop()
+		delete(c.clusters, k)
+	}
+	return nil
+}
+
+func (c *Clusters) started() (context.Context, bool) {
+	return c.ctx, c.ctx != nil
+}
+
+func newCluster(cfg *rest.Config) (cluster.Cluster, error) {
+	return cluster.New(cfg, func(o *cluster.Options) {
+		// Only what a pipeline reads: managedFields are the bulk of an object and unused.
+		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
+	})
+}
+
+// probeCluster asks the cluster's /version, which every authenticated user may read.
+func probeCluster(ctx context.Context, cfg *rest.Config) error {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 5 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = dc.ServerVersion()
+	return err
+}
+
+// ClusterView is what a reconcile needs of one cluster.
+type ClusterView struct {
+	// Problem is set when the cluster cannot be read; the rest is then unset.
+	Problem *ClusterProblem
+	// Reader reads the app objects from the cluster's informers; Writer writes to the cluster.
+	Reader client.Reader
+	Writer client.Client
+	synced func(schema.GroupVersionKind) bool
+}
+
+// Synced reports whether the app kind's informer on the cluster has synced: until then,
+// nothing is known of the cluster's apps of that kind.
+func (v ClusterView) Synced(gvk schema.GroupVersionKind) bool {
+	return v.synced != nil && v.synced(gvk)
+}
+
+// ClusterKeyOf is the cluster of a target of a pipeline in namespace.
+func ClusterKeyOf(namespace string, t v1alpha1.Target) ClusterKey {
+	if t.ClusterRef == "" {
+		return ClusterKey{}
+	}
+	return ClusterKey{Namespace: namespace, Secret: t.ClusterRef}
+}
+
+// Sync makes the watches match the pipeline: its app on each of its targets' clusters. It
+// returns a view of each cluster the pipeline uses. A nil pipeline (deleted) releases
+// everything the pipeline held: clusters and informers that no other pipeline needs stop.
+func (c *Clusters) Sync(ctx context.Context, key types.NamespacedName, p *v1alpha1.Pipeline, app App) (map[ClusterKey]ClusterView, error) {
+	runCtx, ok := c.started()
+	if !ok {
+		return nil, errors.New("the clusters manager is not started")
+	}
+	var wanted []appKey
+	if p != nil {
+		seen := map[appKey]bool{}
+		for _, env := range p.Spec.Environments {
+			for _, t := range env.Targets {
+				k := appKey{cluster: ClusterKeyOf(p.Namespace, t), gvk: app.GVK, namespace: t.Namespace, name: app.Name}
+				if !seen[k] {
+					seen[k] = true
+					wanted = append(wanted, k)
+				}
+			}
+		}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	// The index first: events from now on route to the pipeline's current apps.
+	for _, k := range c.uses[key] {
+		delete(c.index[k], key)
+		if len(c.index[k]) == 0 {
+			delete(c.index, k)
+		}
+	}
+	for _, k := range wanted {
+		if c.index[k] == nil {
+			c.index[k] = map[types.NamespacedName]App{}
+		}
+		c.index[k][key] = app
+	}
+	if len(wanted) == 0 {
+		delete(c.uses, key)
+	} else {
+		c.uses[key] = wanted
+	}
+
+	views := map[ClusterKey]ClusterView{}
+	for _, k := range wanted {
+		if _, done := views[k.cluster]; done {
+			continue
+		}
+		views[k.cluster] = c.ensure(ctx, runCtx, k.cluster, app.GVK)
+	}
+	c.collect(ctx)
+	return views, nil
+}
+
+// ensure starts the cluster and the informer of gvk on it unless they run; c.mu is held.
+func (c *Clusters) ensure(ctx, runCtx context.Context, key ClusterKey, gvk schema.GroupVersionKind) ClusterView {
+	e, err := c.ensureCluster(ctx, runCtx, key)
+	if err != nil {
+		return ClusterView{Problem: &ClusterProblem{Cluster: key.Secret, Invalid: true, Message: err.Error()}}
+	}
+	if e.problem != "" {
+		return ClusterView{Problem: &ClusterProblem{Cluster: key.Secret, Message: e.problem}}
+	}
+	if _, ok := e.informers[gvk]; !ok {
+		if err := c.startInformer(ctx, e, gvk); err != nil {
+			// Discovery failed (the cluster went away since its last probe, or does not
+			// serve the kind): retried with the next reconcile of the pipeline.
+			return ClusterView{Problem: &ClusterProblem{Cluster: key.Secret, Message: err.Error()}}
+		}
+	}
+	informers := e.informers
+	return ClusterView{
+		Reader: e.cluster.GetCache(), Writer: e.cluster.GetClient(),
+		synced: func(gvk schema.GroupVersionKind) bool {
+			i, ok := informers[gvk]
+			return ok && i.informer.HasSynced()
+		},
+	}
+}
+
+// ensureCluster returns the running cluster of key, building it from its Secret when there
+// is none or the Secret changed. Its error says why the Secret gives no cluster.
+func (c *Clusters) ensureCluster(ctx, runCtx context.Context, key ClusterKey) (*clusterEntry, error) {
+	e := c.clusters[key]
+	var cfg *rest.Config
+	version := ""
+	if key.Secret == "" {
+		if e != nil {
+			return e, nil
+		}
+		cfg = rest.CopyConfig(c.local)
+	} else {
+		// The Secret's metadata comes from the cache (a metadata-only watch triggers the
+		// pipelines when it changes); its data is read only when its version moved.
+		var meta metav1.PartialObjectMetadata
+		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		err := c.secretMeta.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Secret}, &meta)
+		if err == nil && e != nil && e.secretVersion == meta.ResourceVersion && e.cluster != nil {
+			return e, nil
+		}
+		var secret corev1.Secret
+		if err == nil {
+			err = c.secrets.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Secret}, &secret)
+		}
+		if e != nil {
+			// Rebuilt below, or gone: the old cluster stops, its informers with it.
+			c.stopCluster(ctx, e)
+		}
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("kubeconfig Secret %s not found", key)
+		case err != nil:
+			return nil, fmt.Errorf("reading kubeconfig Secret %s: %w", key, err)
+		}
+		data := secret.Data[v1alpha1.SecretKeyKubeconfig]
+		if len(data) == 0 {
+			return nil, fmt.Errorf("kubeconfig Secret %s has no key %q", key, v1alpha1.SecretKeyKubeconfig)
+		}
+		if cfg, err = clientcmd.RESTConfigFromKubeConfig(data); err != nil {
+			return nil, fmt.Errorf("kubeconfig Secret %s: %w", key, err)
+		}
+		// No client-side rate limit, as for the local cluster (the API server's priority
+		// and fairness protects it).
+		cfg.QPS, cfg.Burst = -1, -1
+		version = secret.ResourceVersion
+	}
+	cl, err := c.newCluster(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %s: %w", key, err)
+	}
+	clusterCtx, cancel := context.WithCancel(runCtx)
+	e = &clusterEntry{key: key, config: cfg, cluster: cl, cancel: cancel, secretVersion: version, informers: map[schema.GroupVersionKind]*informerEntry{}}
+	c.clusters[key] = e
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", key.String())
+	go func() {
+		if err := cl.Start(clusterCtx); err != nil {
+			log.Error(err, "cluster stopped")
+		}
+	}()
+	go c.watchHealth(ctrl.LoggerInto(clusterCtx, log), e)
+	log.Info("watching cluster")
+	return e, nil
+}
+
+// startInformer adds the shared informer of gvk on e's cluster, and routes its events
+// through the index; c.mu is held.
+func (c *Clusters) startInformer(ctx context.Context, e *clusterEntry, gvk schema.GroupVersionKind) error {
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	inf, err := e.cluster.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", gvk.Kind, err)
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { c.route(e.key, gvk, nil, asUnstructured(o)) },
+		UpdateFunc: func(old, o any) { c.route(e.key, gvk, asUnstructured(old), asUnstructured(o)) },
+		DeleteFunc: func(o any) {
+			if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			c.route(e.key, gvk, asUnstructured(o), nil)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	e.informers[gvk] = &informerEntry{informer: inf, registration: reg}
+	ctrl.LoggerFrom(ctx).Info("watching app kind", "cluster", e.key.String(), "kind", gvk.String())
+	return nil
+}
+
+func asUnstructured(o any) *unstructured.Unstructured {
+	u, _ := o.(*unstructured.Unstructured)
+	return u
+}
+
+// route enqueues the pipelines whose app an event is about, when its revision or readiness
+// moved between oldObj and newObj (nil: absent).
+func (c *Clusters) route(cluster ClusterKey, gvk schema.GroupVersionKind, oldObj, newObj *unstructured.Unstructured) {
+	obj := newObj
+	if obj == nil {
+		obj = oldObj
+	}
+	if obj == nil {
+		return
+	}
+	k := appKey{cluster: cluster, gvk: gvk, namespace: obj.GetNamespace(), name: obj.GetName()}
+	c.mu.Lock()
+	var due []types.NamespacedName
+	for p, app := range c.index[k] {
+		if app.Changed(oldObj, newObj) {
+			due = append(due, p)
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range due {
+		c.enqueue(p)
+	}
+}
+
+// collect stops the informers and clusters no pipeline uses any more; c.mu is held.
+func (c *Clusters) collect(ctx context.Context) {
+	used := map[informerKey]bool{}
+	for k := range c.index {
+		used[informerKey{k.cluster, k.gvk}] = true
+	}
+	usedClusters := map[ClusterKey]bool{}
+	for k := range used {
+		usedClusters[k.cluster] = true
+	}
+	for key, e := range c.clusters {
+		if !usedClusters[key] {
+			c.stopCluster(ctx, e)
+			continue
+		}
+		for gvk, i := range e.informers {
+			if used[informerKey{key, gvk}] {
+				continue
+			}
+			_ = i.informer.RemoveEventHandler(i.registration)
+			obj := &unstructured.Unstructured{}
+			obj.SetGroupVersionKind(gvk)
+			if err := e.cluster.GetCache().RemoveInformer(ctx, obj); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "stopping an informer", "cluster", key.String(), "kind", gvk.String())
+			}
+			delete(e.informers, gvk)
+			ctrl.LoggerFrom(ctx).Info("stopped watching app kind", "cluster", key.String(), "kind", gvk.String())
+		}
+	}
+}
+
+// stopCluster stops e and forgets it; c.mu is held.
+func (c *Clusters) stopCluster(ctx context.Context, e *clusterEntry) {
+	e.stop()
+	delete(c.clusters, e.key)
+	c.backoff.Forget(e.key)
+	ctrl.LoggerFrom(ctx).Info("stopped watching cluster", "cluster", e.key.String())
+}
+
+func (e *clusterEntry) stop() {
+	if e.cancel != nil {
+		e.cancel()
+	}
+}
+
+// watchHealth probes e's cluster (its /version) until ctx ends: every HealthInterval while it
+// answers, with exponential backoff (1s to a minute) while it does not. Each change of
+// reachability enqueues the cluster's pipelines. (An informer retries a refused connection by
+// itself without a word, so only a probe tells an unreachable cluster.)
+func (c *Clusters) watchHealth(ctx context.Context, e *clusterEntry) {
+	for {
+		err := c.probe(ctx, e.config)
+		if ctx.Err() != nil {
+			return
+		}
+		c.mu.Lock()
+		was := e.problem
+		if err != nil {
+			e.problem = "unreachable: " + err.Error()
+		} else {
+			e.problem = ""
+		}
+		changed := (was == "") != (e.problem == "")
+		var users []types.NamespacedName
+		if changed {
+			users = c.usersOf(e.key)
+		}
+		c.mu.Unlock()
+		delay := c.HealthInterval
+		if err != nil {
+			delay = c.backoff.When(e.key)
+		} else {
+			c.backoff.Forget(e.key)
+		}
+		if changed {
+			if err != nil {
+				ctrl.LoggerFrom(ctx).Info("cluster unreachable", "cluster", e.key.String(), "error", err.Error())
+			} else if was != "" {
+				ctrl.LoggerFrom(ctx).Info("cluster reachable again", "cluster", e.key.String())
+			}
+			for _, p := range users {
+				c.enqueue(p)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+	}
+}
+
+// usersOf lists the pipelines with an app on the cluster; c.mu is held.
+func (c *Clusters) usersOf(key ClusterKey) []types.NamespacedName {
+	set := map[types.NamespacedName]bool{}
+	for k, ps := range c.index {
+		if k.cluster == key {
+			for p := range ps {
+				set[p] = true
+			}
+		}
+	}
+	return slices.Collect(maps.Keys(set))
+}
+
+// Stats counts what runs: clusters and informers (the benchmark's informer count).
+type Stats struct {
+	Clusters, Informers int
+}
+
+// Stats returns the counts of running clusters and informers.
+func (c *Clusters) Stats() Stats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := Stats{Clusters: len(c.clusters)}
+	for _, e := range c.clusters {
+		s.Informers += len(e.informers)
+	}
+	return s
+}

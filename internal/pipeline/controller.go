@@ -1,0 +1,421 @@
+// Package pipeline promotes apps through the environments of Pipelines: a clusters manager
+// keeps a client and cache per cluster in use (clusters.go), one shared informer per cluster
+// and app kind feeds an index of apps to pipelines, whose update events trigger the
+// reconciler when an app's revision or readiness moves (no polling), and the reconciler plans
+// (plan.go, pure) and carries out promotions with a strategy (strategy.go), recording each in
+// the pipeline's status and in the release log.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/releaselog"
+)
+
+// Field indexes of Pipelines in the manager's cache.
+const (
+	// IndexClusterRef: the kubeconfig Secrets a pipeline's targets name.
+	IndexClusterRef = "pipeline.clusterRef"
+	// IndexSourceStream: the ReleaseStream a pipeline's source names.
+	IndexSourceStream = "pipeline.sourceStream"
+)
+
+// Reconciler reconciles Pipelines.
+type Reconciler struct {
+	// Client reads Pipelines, ReleaseStreams and Secrets' metadata from the manager's cache,
+	// and writes Pipelines' status.
+	Client client.Client
+	// APIReader reads the Secrets of notification keys (Secrets are not cached).
+	APIReader client.Reader
+	Clusters  *Clusters
+	// Log receives a promotion entry per promotion; nil logs nothing.
+	Log      *releaselog.Writer
+	Notifier *Notifier
+	// Git carries out the pullRequest strategy.
+	Git   *GitPusher
+	Clock clock.PassiveClock
+
+	events  chan event.GenericEvent
+	pending pendingRecords
+}
+
+// The pipeline controller's access on the cluster it runs against: Pipelines and their status;
+// ReleaseStreams (a source); kubeconfig Secrets (metadata watched, data read when it changed);
+// notification keys; the app objects of local targets (Deployments, the kind the generated
+// role covers: another kind on the local cluster needs a role binding of its own); and the
+// release log (promotion entries; releaselog's markers grant it).
+// +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines,verbs=list;watch
+// +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines/status,verbs=patch
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;patch
+
+// SetupWithManager registers the controller, the clusters manager and the indexes with mgr.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Notifier == nil {
+		r.Notifier = NewNotifier()
+	}
+	if r.Git == nil {
+		r.Git = NewGitPusher()
+	}
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	r.events = make(chan event.GenericEvent, 1024)
+	if r.Clusters == nil {
+		r.Clusters = NewClusters(mgr.GetConfig(), r.Client, r.APIReader, r.enqueue)
+	}
+	if err := mgr.Add(r.Clusters); err != nil {
+		return err
+	}
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(ctx, &v1alpha1.Pipeline{}, IndexClusterRef, func(o client.Object) []string {
+		var refs []string
+		for _, e := range o.(*v1alpha1.Pipeline).Spec.Environments {
+			for _, t := range e.Targets {
+				if t.ClusterRef != "" {
+					refs = append(refs, t.ClusterRef)
+				}
+			}
+		}
+		return refs
+	}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Pipeline{}, IndexSourceStream, func(o client.Object) []string {
+		if s := o.(*v1alpha1.Pipeline).Spec.Source; s != nil {
+			return []string{s.ReleaseStream}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Pipeline{}).
+		Named("pipeline").
+		Watches(&v1alpha1.ReleaseStream{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexSourceStream))).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexClusterRef))).
+		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
+		WithOptions(controllerOptions()).
+		Complete(r)
+}
+
+// byIndex maps an object to the pipelines of its namespace that name it in index.
+func (r *Reconciler) byIndex(index string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list v1alpha1.PipelineList
+		if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{index: o.GetName()}); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "listing the pipelines of an object", "index", index, "object", client.ObjectKeyFromObject(o))
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for _, p := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&p)})
+		}
+		return reqs
+	}
+}
+
+// enqueue queues a pipeline from the clusters manager (an app changed, a cluster's
+// reachability changed). It never blocks the informer that calls it.
+func (r *Reconciler) enqueue(key types.NamespacedName) {
+	ev := event.GenericEvent{Object: &v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
+	select {
+	case r.events <- ev:
+	default:
+		go func() { r.events <- ev }()
+	}
+}
+
+// Reconcile observes the pipeline's apps, promotes what is due, and writes the status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var p v1alpha1.Pipeline
+	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
+		if apierrors.IsNotFound(err) {
+			// Deleted: its informers and clusters stop unless another pipeline needs them.
+			r.pending.forget(req.NamespacedName)
+			_, err := r.Clusters.Sync(ctx, req.NamespacedName, nil, App{})
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, err
+	}
+	if !p.DeletionTimestamp.IsZero() {
+		_, err := r.Clusters.Sync(ctx, req.NamespacedName, nil, App{})
+		return ctrl.Result{}, err
+	}
+	app, err := AppOf(p.Spec.AppRef)
+	if err != nil {
+		// Admission refuses such an app; one written before the rule existed stays as it is.
+		ctrl.LoggerFrom(ctx).Error(err, "the pipeline's app cannot be read")
+		return ctrl.Result{}, nil
+	}
+	views, err := r.Clusters.Sync(ctx, req.NamespacedName, &p, app)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// Observe every target from its cluster's informer.
+	observed := make([][]TargetObservation, len(p.Spec.Environments))
+	objects := make([][]*unstructured.Unstructured, len(p.Spec.Environments))
+	var problems []ClusterProblem
+	seenProblem := map[ClusterKey]bool{}
+	for i, env := range p.Spec.Environments {
+		observed[i] = make([]TargetObservation, len(env.Targets))
+		objects[i] = make([]*unstructured.Unstructured, len(env.Targets))
+		for j, t := range env.Targets {
+			ck := ClusterKeyOf(p.Namespace, t)
+			view := views[ck]
+			switch {
+			case view.Problem != nil:
+				observed[i][j] = TargetObservation{Unreachable: view.Problem.Message}
+				if !seenProblem[ck] {
+					seenProblem[ck] = true
+					problems = append(problems, *view.Problem)
+				}
+			case !view.Synced(app.GVK):
+				observed[i][j] = TargetObservation{Unknown: true, Observation: Observation{Message: "waiting for the cluster's cache of " + app.GVK.Kind + " to sync"}}
+			default:
+				u := &unstructured.Unstructured{}
+				u.SetGroupVersionKind(app.GVK)
+				err := view.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: app.Name}, u)
+				switch {
+				case apierrors.IsNotFound(err):
+					u = nil
+				case err != nil:
+					observed[i][j] = TargetObservation{Unknown: true, Observation: Observation{Message: err.Error()}}
+					continue
+				}
+				objects[i][j] = u
+				observed[i][j] = TargetObservation{Observation: app.Observe(u)}
+			}
+		}
+	}
+
+	source := ""
+	if s := p.Spec.Source; s != nil {
+		var stream v1alpha1.ReleaseStream
+		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: s.ReleaseStream}, &stream); err == nil {
+			source = stream.Status.LatestAccepted
+		} else if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+	}
+
+	now := r.Clock.Now()
+	r.pending.restore(req.NamespacedName, &p.Status)
+	envs, actions := Plan(&p, observed, source, now)
+	outcome := PromotionOutcome{Attempted: len(actions) > 0}
+	for _, a := range actions {
+		strategy, err := r.promote(ctx, &p, app, a, views, objects[a.Env], now)
+		if err != nil {
+			outcome.Err = errors.Join(outcome.Err, fmt.Errorf("promoting %s to %s: %w", a.Revision, p.Spec.Environments[a.Env].Name, err))
+			continue
+		}
+		RecordPromotion(envs, a, PromotionID(string(p.UID), p.Spec.Environments[a.Env].Name, a.Revision), strategy, now)
+		r.pending.add(req.NamespacedName, envs[a.Env].Name, *envs[a.Env].LastPromotion)
+	}
+
+	status := p.Status.DeepCopy()
+	status.Environments = envs
+	status.ObservedGeneration = p.Generation
+	SetConditions(&status.Conditions, p.Generation, envs, problems, outcome, now)
+	if !equality.Semantic.DeepEqual(&p.Status, status) {
+		u, err := statusApplyObject(&p, status)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
+			return ctrl.Result{}, errors.Join(err, outcome.Err)
+		}
+	}
+	if outcome.Err != nil {
+		// Retried with the controller's backoff; PromotionFailed says why meanwhile.
+		return ctrl.Result{}, outcome.Err
+	}
+	return ctrl.Result{}, nil
+}
+
+// promote carries out one promotion with the environment's strategy, then logs it (once: the
+// entry's id is the promotion's); it returns the strategy's name.
+func (r *Reconciler) promote(ctx context.Context, p *v1alpha1.Pipeline, app App, a Action, views map[ClusterKey]ClusterView, current []*unstructured.Unstructured, now time.Time) (string, error) {
+	env := p.Spec.Environments[a.Env]
+	promo := p.Spec.Promotion
+	if env.Promotion != nil {
+		promo = env.Promotion
+	}
+	strategy := v1alpha1.StrategyPatch
+	if promo != nil && promo.Strategy != "" {
+		strategy = promo.Strategy
+	}
+	id := PromotionID(string(p.UID), env.Name, a.Revision)
+	detail := ""
+	switch strategy {
+	case v1alpha1.StrategyPatch:
+		targets := make([]patchTarget, len(env.Targets))
+		for j, t := range env.Targets {
+			targets[j] = patchTarget{writer: views[ClusterKeyOf(p.Namespace, t)].Writer, current: current[j], name: targetName(v1alpha1.TargetStatus{Namespace: t.Namespace, ClusterRef: t.ClusterRef})}
+		}
+		if err := applyRevision(ctx, app, targets, a.Revision); err != nil {
+			return strategy, err
+		}
+	case v1alpha1.StrategyNotification:
+		if promo.Notification == nil {
+			return strategy, errors.New("the notification strategy needs notification.url")
+		}
+		var key []byte
+		if ref := promo.Notification.SecretRef; ref != nil {
+			var err error
+			if key, err = r.sharedKey(ctx, p.Namespace, ref.Name); err != nil {
+				return strategy, err
+			}
+		}
+		ev := PromotionEvent{
+			ID: id, Pipeline: PipelineRef{Namespace: p.Namespace, Name: p.Name}, Environment: env.Name, Revision: a.Revision,
+			App: p.Spec.AppRef, Targets: env.Targets, Approver: a.Approver, Time: now.UTC(),
+		}
+		if err := r.Notifier.Notify(ctx, promo.Notification.URL, key, ev); err != nil {
+			return strategy, err
+		}
+	case v1alpha1.StrategyPullRequest:
+		if promo.PullRequest == nil {
+			return strategy, errors.New("the pullRequest strategy needs pullRequest (url, path, yamlPath)")
+		}
+		res, err := r.pushPromotion(ctx, p, env.Name, promo.PullRequest, a, id)
+		if err != nil {
+			return strategy, err
+		}
+		if res.Pushed {
+			detail = fmt.Sprintf("; commit %.12s pushed to branch %s of %s", res.Commit, res.Branch, redactURL(promo.PullRequest.URL))
+		} else {
+			detail = fmt.Sprintf("; branch %s of %s has it already (commit %.12s)", res.On, redactURL(promo.PullRequest.URL), res.Commit)
+		}
+	default:
+		return strategy, fmt.Errorf("unknown strategy %q", strategy)
+	}
+	ctrl.LoggerFrom(ctx).Info("promoted", "environment", env.Name, "revision", a.Revision, "strategy", strategy, "approver", a.Approver)
+	if r.Log != nil {
+		msg := fmt.Sprintf("pipeline %s/%s promoted %s %s to %s (%s)", p.Namespace, p.Name, p.Spec.AppRef.Kind, p.Spec.AppRef.Name, env.Name, strategy)
+		if a.Approver != "" {
+			msg += ", approved by " + a.Approver
+		}
+		msg += detail
+		_, err := r.Log.AddControllerEntry(ctx, releaselog.Entry{
+			ID: id, Type: releaselog.TypePromotion, Version: a.Revision, Origin: releaselog.ControllerOrigin,
+			Author: releaselog.ControllerOrigin, ReportedAuthor: a.Approver, Date: now, Message: msg,
+		})
+		if err != nil && !errors.Is(err, releaselog.ErrDayFull) && !errors.Is(err, releaselog.ErrDateExpired) {
+			// The promotion happened; the next attempt finds it done (same revision applied
+			// again, same id logged once).
+			return strategy, fmt.Errorf("logging the promotion: %w", err)
+		}
+	}
+	return strategy, nil
+}
+
+// pushPromotion carries out the pullRequest strategy: the revision committed into the file
+// and the branch pushed, with the credentials of pr.SecretRef.
+func (r *Reconciler) pushPromotion(ctx context.Context, p *v1alpha1.Pipeline, env string, pr *v1alpha1.PullRequestPromotion, a Action, id string) (GitResult, error) {
+	tmpl := pr.Branch
+	if tmpl == "" {
+		tmpl = v1alpha1.DefaultPromotionBranch
+	}
+	branch, err := PromotionBranch(tmpl, p.Name, env, a.Revision)
+	if err != nil {
+		return GitResult{}, err
+	}
+	c := GitChange{
+		URL: pr.URL, BaseBranch: pr.BaseBranch, Branch: branch, Path: pr.Path, YAMLPath: pr.YAMLPath, Revision: a.Revision,
+		AuthorName: v1alpha1.DefaultGitAuthorName, AuthorEmail: v1alpha1.DefaultGitAuthorEmail,
+	}
+	if c.BaseBranch == "" {
+		c.BaseBranch = v1alpha1.DefaultBaseBranch
+	}
+	if au := pr.Author; au != nil {
+		if au.Name != "" {
+			c.AuthorName = au.Name
+		}
+		if au.Email != "" {
+			c.AuthorEmail = au.Email
+		}
+	}
+	if ref := pr.SecretRef; ref != nil {
+		if c.Auth, err = r.gitAuth(ctx, p.Namespace, ref.Name); err != nil {
+			return GitResult{}, err
+		}
+	}
+	c.Message = fmt.Sprintf("Promote %s %s to %s in %s\n\nPipeline %s/%s promotes revision %s into environment %s", p.Spec.AppRef.Kind, p.Spec.AppRef.Name, a.Revision, env,
+		p.Namespace, p.Name, a.Revision, env)
+	if a.Approver != "" {
+		c.Message += ", approved by " + a.Approver
+	}
+	c.Message += ".\n\nRelease-Controller-Promotion-Id: " + id + "\n"
+	return r.Git.Push(ctx, c)
+}
+
+// gitAuth reads git credentials from a Secret in namespace: username and password (basic
+// auth; username defaults to git), or bearerToken.
+func (r *Reconciler) gitAuth(ctx context.Context, namespace, name string) (transport.AuthMethod, error) {
+	var s corev1.Secret
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
+		return nil, fmt.Errorf("reading the git credentials Secret %s: %w", name, err)
+	}
+	if tok := s.Data[v1alpha1.SecretKeyGitBearerToken]; len(tok) > 0 {
+		return &githttp.TokenAuth{Token: string(tok)}, nil
+	}
+	if pw := s.Data[v1alpha1.SecretKeyGitPassword]; len(pw) > 0 {
+		user := string(s.Data[v1alpha1.SecretKeyGitUsername])
+		if user == "" {
+			user = "git" // providers ignore the name that goes with an access token, but want one
+		}
+		return &githttp.BasicAuth{Username: user, Password: string(pw)}, nil
+	}
+	return nil, fmt.Errorf("the git credentials Secret %s has neither %q nor %q", name, v1alpha1.SecretKeyGitPassword, v1alpha1.SecretKeyGitBearerToken)
+}
+
+// sharedKey reads the hmac-key of a Secret in namespace.
+func (r *Reconciler) sharedKey(ctx context.Context, namespace, name string) ([]byte, error) {
+	var s corev1.Secret
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
+		return nil, fmt.Errorf("reading the key Secret %s: %w", name, err)
+	}
+	key := s.Data[v1alpha1.SecretKeyHMAC]
+	if len(key) == 0 {
+		return nil, fmt.Errorf("the Secret %s has no key %q", name, v1alpha1.SecretKeyHMAC)
+	}
+	return key, nil
+}
+
+var _ reconcile.Reconciler = &Reconciler{}
+
+// controllerOptions: pipelines reconcile independently; a few at once keeps a slow cluster
+// or receiver from holding up the others.
+func controllerOptions() controller.Options {
+	return controller.Options{MaxConcurrentReconciles: 4}
+}

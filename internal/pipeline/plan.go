@@ -1,0 +1,251 @@
+package pipeline
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+// TargetObservation is what one reconcile learned of one target.
+type TargetObservation struct {
+	Observation
+	// Unreachable is set when the target's cluster could not be read (unreachable, bad
+	// kubeconfig): nothing is known of the app.
+	Unreachable string
+	// Unknown is set when the cluster answers but the app could not be read yet (its
+	// informer has not synced, a read failed): nothing is known of the app either.
+	Unknown bool
+}
+
+// Action is a promotion to carry out: revision into environment Env.
+type Action struct {
+	Env      int
+	Revision string
+	// Approver approved it, when the environment asked for approval.
+	Approver string
+}
+
+// PromotionID identifies the promotion of revision into env of the pipeline uid: the release
+// log's entry id and the notification's id, so that a retry is recognised.
+func PromotionID(uid, env, revision string) string {
+	return fmt.Sprintf("%s/%s/%s", uid, env, revision)
+}
+
+// Plan computes the environments' status from what was observed (observed[i][j]: target j of
+// environment i, in the spec's order) and the promotions due, from the pipeline's previous
+// status and the source's newest revision (empty: none). It is pure.
+//
+// Environment i+1 is due revision R when every target of environment i is ready at R and
+// environment i+1 neither has R on every target nor was promoted to R already (a promotion in
+// progress, or one a person rolled back: not redone). The first environment is due the
+// source's revision on the same terms. An environment that asks for approval gets
+// WaitingApproval instead, until an approval of that revision is recorded. An environment with
+// a target not observed (an unreachable cluster, a cache not synced yet) is neither promoted
+// nor promotes the next.
+func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision string, now time.Time) ([]v1alpha1.EnvironmentStatus, []Action) {
+	previous := map[string]*v1alpha1.EnvironmentStatus{}
+	for i := range p.Status.Environments {
+		previous[p.Status.Environments[i].Name] = &p.Status.Environments[i]
+	}
+	envs := make([]v1alpha1.EnvironmentStatus, len(p.Spec.Environments))
+	var actions []Action
+	for i, env := range p.Spec.Environments {
+		s := v1alpha1.EnvironmentStatus{Name: env.Name}
+		if prev := previous[env.Name]; prev != nil {
+			s.LastPromotion = prev.LastPromotion.DeepCopy()
+			s.Approval = prev.Approval.DeepCopy()
+			s.WaitingApproval = prev.WaitingApproval.DeepCopy()
+		}
+		var obs []TargetObservation
+		if i < len(observed) {
+			obs = observed[i]
+		}
+		reachable := true
+		for j, t := range env.Targets {
+			var o TargetObservation
+			if j < len(obs) {
+				o = obs[j]
+			}
+			ts := v1alpha1.TargetStatus{Namespace: t.Namespace, ClusterRef: t.ClusterRef, Revision: o.Revision, Ready: o.Ready, Message: o.Message}
+			if o.Unreachable != "" {
+				reachable = false
+				ts.Ready, ts.Message = false, o.Unreachable
+			}
+			if o.Unknown {
+				reachable = false
+				ts.Ready = false
+			}
+			s.Targets = append(s.Targets, ts)
+		}
+		s.Revision, s.Ready = environmentRevision(s.Targets)
+		if !reachable {
+			s.Ready = false
+		}
+		envs[i] = s
+
+		// What is due here: the source's newest revision, or what the previous environment
+		// is ready at.
+		due := ""
+		switch {
+		case i == 0:
+			due = sourceRevision
+		case envs[i-1].Ready:
+			due = envs[i-1].Revision
+		}
+		cur := &envs[i]
+		if due == "" || !reachable || hasRevision(cur.Targets, due) ||
+			(cur.LastPromotion != nil && cur.LastPromotion.Revision == due) {
+			cur.WaitingApproval = nil
+			continue
+		}
+		if env.Approval != nil {
+			if cur.Approval == nil || cur.Approval.Revision != due {
+				if cur.WaitingApproval == nil || cur.WaitingApproval.Revision != due {
+					cur.WaitingApproval = &v1alpha1.WaitingApproval{Revision: due, Since: metav1.NewTime(now)}
+				}
+				continue
+			}
+			actions = append(actions, Action{Env: i, Revision: due, Approver: cur.Approval.Approver})
+			continue
+		}
+		cur.WaitingApproval = nil
+		actions = append(actions, Action{Env: i, Revision: due})
+	}
+	return envs, actions
+}
+
+// environmentRevision is the revision every target is at (empty unless one), and whether
+// every target is ready at it.
+func environmentRevision(targets []v1alpha1.TargetStatus) (string, bool) {
+	if len(targets) == 0 {
+		return "", false
+	}
+	rev, ready := targets[0].Revision, true
+	for _, t := range targets {
+		if t.Revision != rev {
+			return "", false
+		}
+		ready = ready && t.Ready
+	}
+	return rev, ready && rev != ""
+}
+
+func hasRevision(targets []v1alpha1.TargetStatus, rev string) bool {
+	for _, t := range targets {
+		if t.Revision != rev {
+			return false
+		}
+	}
+	return len(targets) > 0
+}
+
+// RecordPromotion records a promotion carried out into envs[a.Env]: LastPromotion, and no
+// more waiting for approval.
+func RecordPromotion(envs []v1alpha1.EnvironmentStatus, a Action, id, strategy string, now time.Time) {
+	e := &envs[a.Env]
+	e.LastPromotion = &v1alpha1.PromotionRecord{ID: id, Revision: a.Revision, Strategy: strategy, Time: metav1.NewTime(now), Approver: a.Approver}
+	e.WaitingApproval = nil
+}
+
+// ClusterProblem is a cluster a reconcile could not read.
+type ClusterProblem struct {
+	// Cluster is the clusterRef (empty: the local cluster).
+	Cluster string
+	// Invalid: the kubeconfig Secret is missing or unusable (else: unreachable).
+	Invalid bool
+	Message string
+}
+
+// PromotionOutcome is what the reconcile's promotions came to: none due, all succeeded, or
+// the failures.
+type PromotionOutcome struct {
+	Attempted bool
+	Err       error
+}
+
+// SetConditions sets the pipeline's conditions from one reconcile: the clusters it could not
+// read, its promotions, and whether every target was observed. It is pure but for conditions'
+// transition times (now).
+func SetConditions(conditions *[]metav1.Condition, generation int64, envs []v1alpha1.EnvironmentStatus, problems []ClusterProblem, promo PromotionOutcome, now time.Time) {
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: generation}
+		if old := meta.FindStatusCondition(*conditions, typ); old == nil || old.Status != status {
+			c.LastTransitionTime = metav1.NewTime(now)
+		}
+		meta.SetStatusCondition(conditions, c)
+	}
+
+	unreachableReason := ""
+	var msgs []string
+	for _, p := range problems {
+		name := p.Cluster
+		if name == "" {
+			name = "the local cluster"
+		} else {
+			name = "cluster " + name
+		}
+		msgs = append(msgs, name+": "+p.Message)
+		if p.Invalid {
+			unreachableReason = v1alpha1.ReasonKubeconfigInvalid
+		} else if unreachableReason == "" {
+			unreachableReason = v1alpha1.ReasonClusterUnreachable
+		}
+	}
+	if len(problems) > 0 {
+		set(v1alpha1.ConditionClusterUnreachable, metav1.ConditionTrue, unreachableReason, strings.Join(msgs, "; "))
+	} else {
+		set(v1alpha1.ConditionClusterUnreachable, metav1.ConditionFalse, v1alpha1.ReasonClustersReachable, "every target cluster answers")
+	}
+
+	switch {
+	case promo.Attempted && promo.Err != nil:
+		set(v1alpha1.ConditionPromotionFailed, metav1.ConditionTrue, v1alpha1.ReasonPromotionFailed, truncate(promo.Err.Error(), 1024))
+	case promo.Attempted:
+		set(v1alpha1.ConditionPromotionFailed, metav1.ConditionFalse, v1alpha1.ReasonPromotionSucceeded, "the last promotion succeeded")
+	case meta.FindStatusCondition(*conditions, v1alpha1.ConditionPromotionFailed) == nil,
+		meta.IsStatusConditionTrue(*conditions, v1alpha1.ConditionPromotionFailed):
+		// Nothing is due (any more): a failure of a promotion no longer wanted is moot.
+		set(v1alpha1.ConditionPromotionFailed, metav1.ConditionFalse, v1alpha1.ReasonNoPromotion, "no promotion due")
+	}
+
+	var missing []string
+	for _, e := range envs {
+		for _, t := range e.Targets {
+			if t.Revision == "" {
+				missing = append(missing, fmt.Sprintf("%s/%s", e.Name, targetName(t)))
+			}
+		}
+	}
+	switch {
+	case len(problems) > 0:
+		set(v1alpha1.ConditionPipelineReady, metav1.ConditionFalse, unreachableReason, strings.Join(msgs, "; "))
+	case meta.IsStatusConditionTrue(*conditions, v1alpha1.ConditionPromotionFailed):
+		set(v1alpha1.ConditionPipelineReady, metav1.ConditionFalse, v1alpha1.ReasonPromotionFailed,
+			meta.FindStatusCondition(*conditions, v1alpha1.ConditionPromotionFailed).Message)
+	case len(missing) > 0:
+		set(v1alpha1.ConditionPipelineReady, metav1.ConditionFalse, v1alpha1.ReasonTargetsNotObserved,
+			"no revision observed yet in "+strings.Join(missing, ", "))
+	default:
+		set(v1alpha1.ConditionPipelineReady, metav1.ConditionTrue, v1alpha1.ReasonTargetsObserved, "every target's app is observed")
+	}
+}
+
+func targetName(t v1alpha1.TargetStatus) string {
+	if t.ClusterRef == "" {
+		return t.Namespace
+	}
+	return t.ClusterRef + ":" + t.Namespace
+}
+
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}

@@ -1,0 +1,190 @@
+package pipeline
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+var t0 = time.Date(2026, 3, 25, 12, 0, 0, 0, time.UTC)
+
+func threeEnvs(approveProd bool) *v1alpha1.Pipeline {
+	p := &v1alpha1.Pipeline{Spec: v1alpha1.PipelineSpec{
+		AppRef: v1alpha1.AppReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Container: "web"},
+		Environments: []v1alpha1.Environment{
+			{Name: "dev", Targets: []v1alpha1.Target{{Namespace: "dev"}}},
+			{Name: "staging", Targets: []v1alpha1.Target{{Namespace: "a", ClusterRef: "leaf"}, {Namespace: "b", ClusterRef: "leaf"}}},
+			{Name: "prod", Targets: []v1alpha1.Target{{Namespace: "prod", ClusterRef: "leaf"}}},
+		},
+	}}
+	if approveProd {
+		p.Spec.Environments[2].Approval = &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "k"}}
+	}
+	return p
+}
+
+func at(rev string, ready bool) TargetObservation {
+	return TargetObservation{Observation: Observation{Found: true, Revision: rev, Ready: ready}}
+}
+
+func TestPlan(t *testing.T) {
+	unreachable := TargetObservation{Unreachable: "connection refused"}
+	tests := []struct {
+		name     string
+		approve  bool
+		status   []v1alpha1.EnvironmentStatus
+		observed [][]TargetObservation
+		source   string
+		want     []Action
+		waiting  map[string]string // env -> waiting revision
+	}{
+		{name: "all at one revision: nothing to do",
+			observed: [][]TargetObservation{{at("1", true)}, {at("1", true), at("1", true)}, {at("1", true)}}},
+		{name: "dev ready at a new revision promotes staging",
+			observed: [][]TargetObservation{{at("2", true)}, {at("1", true), at("1", true)}, {at("1", true)}},
+			want:     []Action{{Env: 1, Revision: "2"}}},
+		{name: "dev not ready yet: nothing",
+			observed: [][]TargetObservation{{at("2", false)}, {at("1", true), at("1", true)}, {at("1", true)}}},
+		{name: "staging half updated: not ready, prod waits; staging has no common revision, but was promoted",
+			status:   []v1alpha1.EnvironmentStatus{{Name: "staging", LastPromotion: &v1alpha1.PromotionRecord{Revision: "2"}}},
+			observed: [][]TargetObservation{{at("2", true)}, {at("2", true), at("1", true)}, {at("1", true)}}},
+		{name: "staging ready at 2 promotes prod",
+			observed: [][]TargetObservation{{at("2", true)}, {at("2", true), at("2", true)}, {at("1", true)}},
+			want:     []Action{{Env: 2, Revision: "2"}}},
+		{name: "already promoted (rolled back by hand): not redone",
+			status:   []v1alpha1.EnvironmentStatus{{Name: "staging", LastPromotion: &v1alpha1.PromotionRecord{Revision: "2"}}},
+			observed: [][]TargetObservation{{at("2", true)}, {at("1", true), at("1", true)}, {at("1", true)}}},
+		{name: "source feeds dev",
+			source:   "3",
+			observed: [][]TargetObservation{{at("2", true)}, {at("2", true), at("2", true)}, {at("2", true)}},
+			want:     []Action{{Env: 0, Revision: "3"}}},
+		{name: "source already in dev",
+			source:   "2",
+			observed: [][]TargetObservation{{at("2", true)}, {at("2", true), at("2", true)}, {at("2", true)}}},
+		{name: "prod asks for approval: waits",
+			approve:  true,
+			observed: [][]TargetObservation{{at("2", true)}, {at("2", true), at("2", true)}, {at("1", true)}},
+			waiting:  map[string]string{"prod": "2"}},
+		{name: "prod approved: promoted with the approver",
+			approve: true,
+			status: []v1alpha1.EnvironmentStatus{{Name: "prod", WaitingApproval: &v1alpha1.WaitingApproval{Revision: "2"},
+				Approval: &v1alpha1.ApprovalRecord{Revision: "2", Approver: "alice"}}},
+			observed: [][]TargetObservation{{at("2", true)}, {at("2", true), at("2", true)}, {at("1", true)}},
+			want:     []Action{{Env: 2, Revision: "2", Approver: "alice"}},
+			waiting:  map[string]string{"prod": "2"}}, // until the promotion is recorded
+		{name: "an approval of another revision does not count",
+			approve: true,
+			status: []v1alpha1.EnvironmentStatus{{Name: "prod", WaitingApproval: &v1alpha1.WaitingApproval{Revision: "3"},
+				Approval: &v1alpha1.ApprovalRecord{Revision: "2", Approver: "alice"}}},
+			observed: [][]TargetObservation{{at("3", true)}, {at("3", true), at("3", true)}, {at("2", true)}},
+			waiting:  map[string]string{"prod": "3"}},
+		{name: "unreachable staging: neither promoted nor promoting",
+			observed: [][]TargetObservation{{at("2", true)}, {unreachable, at("1", true)}, {at("1", true)}}},
+		{name: "staging not synced yet: not promoted",
+			observed: [][]TargetObservation{{at("2", true)}, {{Unknown: true}, at("1", true)}, {at("1", true)}}},
+		{name: "unreachable prod target: staging ready, prod not promoted",
+			observed: [][]TargetObservation{{at("2", true)}, {at("2", true), at("2", true)}, {unreachable}}},
+		{name: "two environments due at once",
+			observed: [][]TargetObservation{{at("3", true)}, {at("2", true), at("2", true)}, {at("1", true)}},
+			want:     []Action{{Env: 1, Revision: "3"}, {Env: 2, Revision: "2"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := threeEnvs(tt.approve)
+			p.Status.Environments = tt.status
+			envs, actions := Plan(p, tt.observed, tt.source, t0)
+			if diff := cmp.Diff(tt.want, actions); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			for _, e := range envs {
+				want := tt.waiting[e.Name]
+				got := ""
+				if e.WaitingApproval != nil {
+					got = e.WaitingApproval.Revision
+				}
+				if got != want {
+					t.Errorf("env %s waits for %q, want %q", e.Name, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanKeepsWaitingSinceAndRecords(t *testing.T) {
+	p := threeEnvs(true)
+	since := metav1.NewTime(t0.Add(-time.Hour))
+	p.Status.Environments = []v1alpha1.EnvironmentStatus{{Name: "prod", WaitingApproval: &v1alpha1.WaitingApproval{Revision: "2", Since: since}}}
+	observed := [][]TargetObservation{{at("2", true)}, {at("2", true), at("2", true)}, {at("1", true)}}
+	envs, _ := Plan(p, observed, "", t0)
+	if !envs[2].WaitingApproval.Since.Equal(&since) {
+		t.Errorf("waiting since moved: %v", envs[2].WaitingApproval.Since)
+	}
+	if envs[1].Revision != "2" || !envs[1].Ready || envs[2].Revision != "1" {
+		t.Errorf("environment revisions: %+v", envs)
+	}
+	RecordPromotion(envs, Action{Env: 2, Revision: "2", Approver: "bob"}, "uid/prod/2", v1alpha1.StrategyPatch, t0)
+	if envs[2].WaitingApproval != nil || envs[2].LastPromotion.Approver != "bob" || envs[2].LastPromotion.ID != "uid/prod/2" {
+		t.Errorf("recorded: %+v", envs[2])
+	}
+}
+
+func TestSetConditions(t *testing.T) {
+	observedAll := []v1alpha1.EnvironmentStatus{{Name: "dev", Targets: []v1alpha1.TargetStatus{{Namespace: "dev", Revision: "1", Ready: true}}}}
+	missing := []v1alpha1.EnvironmentStatus{{Name: "dev", Targets: []v1alpha1.TargetStatus{{Namespace: "dev"}}}}
+	tests := []struct {
+		name     string
+		envs     []v1alpha1.EnvironmentStatus
+		problems []ClusterProblem
+		promo    PromotionOutcome
+		want     map[string]string // type -> status/reason
+	}{
+		{"all observed", observedAll, nil, PromotionOutcome{}, map[string]string{
+			"Ready": "True/TargetsObserved", "ClusterUnreachable": "False/ClustersReachable", "PromotionFailed": "False/NoPromotion"}},
+		{"missing target", missing, nil, PromotionOutcome{}, map[string]string{"Ready": "False/TargetsNotObserved"}},
+		{"unreachable", observedAll, []ClusterProblem{{Cluster: "leaf", Message: "refused"}}, PromotionOutcome{}, map[string]string{
+			"Ready": "False/ClusterUnreachable", "ClusterUnreachable": "True/ClusterUnreachable"}},
+		{"bad kubeconfig wins", observedAll, []ClusterProblem{{Cluster: "a", Message: "x"}, {Cluster: "b", Invalid: true, Message: "no key value"}}, PromotionOutcome{},
+			map[string]string{"ClusterUnreachable": "True/KubeconfigInvalid"}},
+		{"promotion failed", observedAll, nil, PromotionOutcome{Attempted: true, Err: errors.New("patch refused")}, map[string]string{
+			"Ready": "False/PromotionFailed", "PromotionFailed": "True/PromotionFailed"}},
+		{"promotion succeeded", observedAll, nil, PromotionOutcome{Attempted: true}, map[string]string{
+			"Ready": "True/TargetsObserved", "PromotionFailed": "False/PromotionSucceeded"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var conds []metav1.Condition
+			SetConditions(&conds, 3, tt.envs, tt.problems, tt.promo, t0)
+			for typ, want := range tt.want {
+				c := meta.FindStatusCondition(conds, typ)
+				if c == nil {
+					t.Fatalf("no %s condition", typ)
+				}
+				if got := string(c.Status) + "/" + c.Reason; got != want {
+					t.Errorf("%s = %s (%s), want %s", typ, got, c.Message, want)
+				}
+				if c.ObservedGeneration != 3 || c.Message == "" {
+					t.Errorf("%s: %+v", typ, c)
+				}
+			}
+		})
+	}
+	// A success stays (with its transition time) while nothing is due; a failure ends once
+	// its promotion is no longer due.
+	var conds []metav1.Condition
+	SetConditions(&conds, 1, observedAll, nil, PromotionOutcome{Attempted: true}, t0)
+	SetConditions(&conds, 1, observedAll, nil, PromotionOutcome{}, t0.Add(time.Minute))
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionPromotionFailed); c.Reason != v1alpha1.ReasonPromotionSucceeded || !c.LastTransitionTime.Time.Equal(t0) {
+		t.Errorf("a success was forgotten: %+v", c)
+	}
+	SetConditions(&conds, 1, observedAll, nil, PromotionOutcome{Attempted: true, Err: errors.New("x")}, t0)
+	SetConditions(&conds, 1, observedAll, nil, PromotionOutcome{}, t0.Add(time.Minute))
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionPromotionFailed); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonNoPromotion {
+		t.Errorf("a failure of a promotion no longer due stays: %+v", c)
+	}
+}
