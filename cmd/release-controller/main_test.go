@@ -63,7 +63,8 @@ func TestControllerCommand(t *testing.T) {
 	go func() {
 		cmd := newRootCommand()
 		cmd.SetArgs([]string{"controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", metricsAddr,
-			"--health-probe-bind-address", probeAddr, "--leader-election-namespace", "default", "--zap-log-level", "error"})
+			"--health-probe-bind-address", probeAddr, "--leader-election-namespace", "default", "--zap-log-level", "error",
+			"--build-image", "registry.example.com/release-controller:test"})
 		done <- cmd.ExecuteContext(ctx)
 	}()
 	g := NewWithT(t)
@@ -121,5 +122,24 @@ func TestControllerCommandReportsBadKubeconfig(t *testing.T) {
 	err := cmd.Execute()
 	if err == nil || !strings.Contains(err.Error(), "loading --kubeconfig") {
 		t.Errorf("error = %v, want one about loading the kubeconfig", err)
+	}
+}
+
+// Outside a pod there is no image of its own to default to: the controller refuses to start
+// without --build-image rather than create creation jobs no node can pull.
+func TestControllerCommandNeedsBuildImageOutsideAPod(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("POD_NAME", "")
+	t.Setenv("POD_NAMESPACE", "")
+	cmd := newRootCommand()
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	cmd.SetArgs([]string{"controller", "--kubeconfig", kubeconfig, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"})
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), "--build-image is required outside a pod") {
+		t.Errorf("error = %v, want one asking for --build-image", err)
 	}
 }

@@ -73,6 +73,12 @@ is the payload image's pull spec by digest.`,
 	return cmd
 }
 
+// The creation job's service account (--build-service-account) reads the payload it builds
+// and lists the payloads of its namespace for the earlier releases. These are the only RBAC
+// markers of this package: its package is the input of the build role
+// (config/rbac/build/role.yaml, see the Makefile's generate).
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=get;list
+
 // buildPayload builds and pushes the payload namespace/name, printing progress and then the
 // image's pull spec by digest to out.
 func buildPayload(ctx context.Context, c client.Client, namespace, name string, out io.Writer) error {

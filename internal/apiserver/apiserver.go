@@ -12,8 +12,10 @@ import (
 
 	"github.com/release-controller/release-controller/internal/catalog"
 	"github.com/release-controller/release-controller/internal/changelog"
+	"github.com/release-controller/release-controller/internal/pipeline/approval"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/kubeauth"
 	"github.com/release-controller/release-controller/internal/server/mcp"
 	"github.com/release-controller/release-controller/internal/server/osrc"
 	"github.com/release-controller/release-controller/internal/server/releaseapi"
@@ -31,6 +33,17 @@ type Options struct {
 	ChangeLogs changelog.PayloadChangeLogs
 	// ArtifactsURL is the base of payloads' download links; empty leaves them out.
 	ArtifactsURL string
+	// Server configures the HTTP server: TLS, timeouts and limits. Its MetricsFilter is set
+	// by MetricsAuth.
+	Server server.Options
+	// MetricsAuth serves /metrics only to bearer tokens whose user Kubernetes RBAC allows to
+	// get the non-resource URL /metrics (a TokenReview and a SubjectAccessReview, as
+	// controller-runtime's filters.WithAuthenticationAndAuthorization asks them, but with 401
+	// for a bad token where that answers 500).
+	MetricsAuth bool
+	// AuthCache configures how long the answers of TokenReviews and SubjectAccessReviews
+	// (release log writes, /metrics) are cached.
+	AuthCache kubeauth.Options
 }
 
 // New builds the server for mgr. Streams and payloads are read from a catalog that mgr's
@@ -40,12 +53,22 @@ func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
 	if err := cat.Watch(context.Background(), mgr.GetCache()); err != nil {
 		return nil, err
 	}
-	s := server.New()
+	// One reviewer, so a token checked for a write is known to /metrics and the reverse.
+	reviewer := kubeauth.NewReviewer(mgr.GetClient(), opts.AuthCache)
+	serverOpts := opts.Server
+	if opts.MetricsAuth {
+		serverOpts.MetricsFilter = reviewer.Filter()
+	}
+	s, err := server.NewWithOptions(serverOpts)
+	if err != nil {
+		return nil, err
+	}
 	writer := releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts.Log)
-	auth := releaseapi.NewAuthorizer(mgr.GetClient(), opts.Log.Namespace)
+	auth := releaseapi.NewAuthorizerWithReviewer(reviewer, opts.Log.Namespace)
 	releaseapi.Register(s, releaseapi.NewService(opts.Log.Store, writer, opts.Log, auth))
 	mcp.Register(s, opts.Log.Store, opts.Log, cat, opts.ChangeLogs)
 	web.Register(s, opts.Log.Store, opts.Log)
+	approval.Register(s, approval.NewHandler(mgr.GetClient(), mgr.GetAPIReader(), reviewer))
 	osrc.Register(s, cat, osrc.Options{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL})
 	web.RegisterPages(s, cat, web.PageOptions{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL, Clock: opts.Log.Clock})
 	return s, nil

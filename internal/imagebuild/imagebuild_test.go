@@ -10,6 +10,7 @@ import (
 	"crypto/x509/pkix"
 	"debug/elf"
 	"encoding/pem"
+	"errors"
 	"io"
 	"math/big"
 	"os"
@@ -273,7 +274,7 @@ func layerEntries(t *testing.T, l v1.Layer) []tarEntry {
 	var entries []tarEntry
 	for {
 		hdr, err := tr.Next()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {

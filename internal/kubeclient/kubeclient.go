@@ -97,7 +97,7 @@ func (o Options) load() (*rest.Config, error) {
 	}
 	cfg, err := fromFiles()
 	if err != nil {
-		return nil, fmt.Errorf("no kubeconfig found: pass --kubeconfig or set $%s (in-cluster: %v; %s: %w)",
+		return nil, fmt.Errorf("no kubeconfig found: pass --kubeconfig or set $%s (in-cluster: %w; %s: %w)",
 			clientcmd.RecommendedConfigPathEnvVar, inClusterErr, clientcmd.RecommendedHomeFile, err)
 	}
 	return cfg, nil

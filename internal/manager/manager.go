@@ -6,15 +6,20 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,11 +27,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/payload"
+	"github.com/release-controller/release-controller/internal/pipeline"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/stream"
@@ -37,13 +45,26 @@ import (
 type Options struct {
 	// MetricsAddr serves Prometheus metrics; "0" disables them.
 	MetricsAddr string
+	// MetricsSecure serves the metrics over HTTPS, only to bearer tokens whose user RBAC
+	// allows to get the non-resource URL /metrics (controller-runtime's
+	// filters.WithAuthenticationAndAuthorization; the controller then needs to create
+	// tokenreviews and subjectaccessreviews). MetricsCertDir holds its tls.crt and tls.key;
+	// empty: a self-signed certificate made at start.
+	MetricsSecure  bool
+	MetricsCertDir string
 	// ProbeAddr serves /healthz and /readyz; "0" disables them.
 	ProbeAddr string
 	// LeaderElection makes only one replica run the controllers at a time.
 	LeaderElection          bool
 	LeaderElectionNamespace string
-	// Namespace restricts the controllers to one namespace; empty watches all.
+	// Namespace restricts the controllers to one namespace, or to several separated by commas
+	// (see Namespaces); empty watches all.
 	Namespace string
+	// ProwJobNamespaces are where verifications create ProwJobs outside Namespace (a
+	// verification's prowJob.namespace, Prow's namespace): the controllers watch the ProwJobs
+	// there too. Unused when Namespace is empty (every namespace is watched); a ProwJob
+	// verification into a namespace watched neither way fails with a message naming it.
+	ProwJobNamespaces []string
 	// JobEventDelay batches job events per payload; zero uses the payload package's default.
 	JobEventDelay time.Duration
 	// PayloadWorkers is how many payloads are reconciled at once; zero uses the payload package's default.
@@ -59,8 +80,8 @@ type Options struct {
 	BuildImage          string
 	BuildServiceAccount string
 
-	// ReleaseLog configures the release log: its namespace (empty: Namespace, or
-	// releaselog.DefaultNamespace when that is empty too), time to live, entry types, and the
+	// ReleaseLog configures the release log: its namespace (empty: the first of Namespaces, or
+	// releaselog.DefaultNamespace when there is none), time to live, entry types, and the
 	// store that readers use.
 	ReleaseLog releaselog.Options
 
@@ -69,9 +90,37 @@ type Options struct {
 	SkipControllerNameValidation bool
 }
 
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Namespaces are the namespaces Namespace names, in its order, without blanks; nil: all.
+func (o Options) Namespaces() []string {
+	var namespaces []string
+	for n := range strings.SplitSeq(o.Namespace, ",") {
+		if n = strings.TrimSpace(n); n != "" && !slices.Contains(namespaces, n) {
+			namespaces = append(namespaces, n)
+		}
+	}
+	return namespaces
+}
+
+// releaseLog is the release log's options with its namespace defaulted.
+func (o Options) releaseLog() releaselog.Options {
+	var first string
+	if namespaces := o.Namespaces(); len(namespaces) > 0 {
+		first = namespaces[0]
+	}
+	return o.ReleaseLog.WithDefaults(first)
+}
+
+// Leader election (the `controller` command): controller-runtime's Lease lock reads the lease,
+// creates it once and renews and releases it with updates, and records a "became leader" event
+// (core events API) next to it. Both live in --leader-election-namespace only, so they are a
+// Role of that namespace: in config/rbac/controller/role.yaml it is the Role
+// release-controller-controller of namespace release-controller-system, which an install puts
+// into its own namespace (kustomize's namespace, the chart's release namespace). A create
+// cannot be limited to a name, so it covers every lease of the namespace; get and update are
+// limited to the lease LeaderElectionID names.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=release-controller-system,resources=leases,verbs=create
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=release-controller-system,resources=leases,resourceNames=release-controller.release-controller.dev,verbs=get;update
+// +kubebuilder:rbac:groups="",namespace=release-controller-system,resources=events,verbs=create
 
 // LeaderElectionID names the lease the replicas compete for.
 const LeaderElectionID = "release-controller.release-controller.dev"
@@ -90,7 +139,7 @@ func NewScheme() *runtime.Scheme {
 // ownJobs selects the jobs the controller created or watches: only they are cached, so the
 // cache does not hold every Job of the cluster.
 func ownJobs() labels.Selector {
-	return labelExists(v1alpha1.LabelJobType)
+	return jobcontract.Selector()
 }
 
 // labelExists selects the objects that carry the label key.
@@ -104,27 +153,45 @@ func labelExists(key string) labels.Selector {
 
 // New builds a manager for cfg.
 func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
+	prowJobs := cache.ByObject{Label: ownJobs(), Transform: trimProwJob}
+	if namespaces := opts.Namespaces(); len(namespaces) > 0 {
+		// ProwJobs also where verifications create them outside the watched namespaces.
+		prowJobs.Namespaces = map[string]cache.Config{}
+		for _, n := range slices.Concat(namespaces, opts.ProwJobNamespaces) {
+			prowJobs.Namespaces[n] = cache.Config{}
+		}
+	}
 	cacheOpts := cache.Options{
 		DefaultTransform: trimObject,
 		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}:    {Label: ownJobs(), Transform: trimJob},
-			&prowv1.ProwJob{}: {Label: ownJobs(), Transform: trimProwJob},
-			&corev1.Pod{}:     {Label: ownJobs(), Transform: trimPod},
+			&batchv1.Job{}: {Label: ownJobs(), Transform: trimJob},
+			&corev1.Pod{}:  {Label: ownJobs(), Transform: trimPod},
 			// Without their job templates, read live when a run is launched.
 			&v1alpha1.ReleasePayload{}: {Transform: trimPayload},
 			// The release log lives in one namespace, which may differ from Namespace.
-			&v1alpha1.ReleaseLog{}: {Namespaces: map[string]cache.Config{opts.ReleaseLog.WithDefaults(opts.Namespace).Namespace: {}}},
+			&v1alpha1.ReleaseLog{}: {Namespaces: map[string]cache.Config{opts.releaseLog().Namespace: {}}},
 			// Only the streams' upgrade graphs, not every ConfigMap of the cluster.
 			&corev1.ConfigMap{}: {Label: labelExists(v1alpha1.LabelStream)},
 		},
 	}
-	if opts.Namespace != "" {
-		cacheOpts.DefaultNamespaces = map[string]cache.Config{opts.Namespace: {}}
+	// The cache refuses options for a kind the API server does not serve, which would stop the
+	// controller from starting on a cluster without Prow: ProwJobs only where they are served
+	// (AddControllers watches them on the same condition).
+	if served, err := servesProwJobs(cfg); err != nil {
+		return nil, err
+	} else if served {
+		cacheOpts.ByObject[&prowv1.ProwJob{}] = prowJobs
+	}
+	if namespaces := opts.Namespaces(); len(namespaces) > 0 {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{}
+		for _, n := range namespaces {
+			cacheOpts.DefaultNamespaces[n] = cache.Config{}
+		}
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  NewScheme(),
 		Cache:                   cacheOpts,
-		Metrics:                 metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                 opts.metricsServer(),
 		HealthProbeBindAddress:  opts.ProbeAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
@@ -163,7 +230,9 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	// The controllers keep a small record of each of their jobs, not the manager's cached Jobs
 	// and ProwJobs (see payload.JobCache); the manager's caches of those stay for whoever reads
 	// whole jobs (the dev job runner), and are only filled when someone does.
-	jobs, err := payload.NewJobCache(mgr, payload.JobCacheOptions{Namespace: opts.Namespace, Selector: ownJobs(), ProwJobs: prowJobs})
+	jobs, err := payload.NewJobCache(mgr, payload.JobCacheOptions{
+		Namespaces: opts.Namespaces(), ProwJobNamespaces: opts.ProwJobNamespaces, Selector: ownJobs(), ProwJobs: prowJobs,
+	})
 	if err != nil {
 		return err
 	}
@@ -185,10 +254,31 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := streams.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the stream controller: %w", err)
 	}
-	if err := releaselog.SetupWithManager(mgr, opts.ReleaseLog.WithDefaults(opts.Namespace)); err != nil {
+	if err := releaselog.SetupWithManager(mgr, opts.releaseLog()); err != nil {
 		return err
 	}
+	// Pipelines: promotions into their environments, each logged in the release log.
+	pipelines := &pipeline.Reconciler{Log: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts.releaseLog())}
+	if err := pipelines.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the pipeline controller: %w", err)
+	}
 	return nil
+}
+
+// servesProwJobs asks the API server's discovery whether it serves prow.k8s.io/v1 ProwJobs.
+func servesProwJobs(cfg *rest.Config) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	resources, err := dc.ServerResourcesForGroupVersion(prowv1.SchemeGroupVersion.String())
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("discovering %s: %w", prowv1.SchemeGroupVersion, err)
+	}
+	return slices.ContainsFunc(resources.APIResources, func(r metav1.APIResource) bool { return r.Kind == "ProwJob" }), nil
 }
 
 func servesKind(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, error) {
@@ -200,4 +290,15 @@ func servesKind(mapper meta.RESTMapper, gvk schema.GroupVersionKind) (bool, erro
 		return false, nil
 	}
 	return false, fmt.Errorf("looking up %s: %w", gvk, err)
+}
+
+// metricsServer is the metrics endpoint's configuration.
+func (o Options) metricsServer() metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+		m.CertDir = o.MetricsCertDir
+	}
+	return m
 }

@@ -93,7 +93,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	ctl := startProcess(b, binary, filepath.Join(dir, "controller.log"),
 		"controller", "--kubeconfig", kubeconfig,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr,
-		"--leader-election-namespace", "default")
+		"--leader-election-namespace", "default", "--build-image", "release-controller:bench")
 	defer ctl.stop()
 	ctl.waitReady(b, probeAddr)
 	waitLeader(b, env, ctl)

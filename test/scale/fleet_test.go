@@ -278,12 +278,12 @@ func (s *snapshot) summary() string {
 		len(s.streams), strings.Join(parts, ", "), s.created(), len(s.jobs), s.unfinishedJobs())
 }
 
-// describe tells, for at most max of the streams named, what their status and payloads say.
-func (s *snapshot) describe(names []string, max int) string {
+// describe tells, for at most limit of the streams named, what their status and payloads say.
+func (s *snapshot) describe(names []string, limit int) string {
 	var b strings.Builder
 	for i, name := range names {
-		if i == max {
-			fmt.Fprintf(&b, "  … and %d more\n", len(names)-max)
+		if i == limit {
+			fmt.Fprintf(&b, "  … and %d more\n", len(names)-limit)
 			break
 		}
 		st := s.streams[name]

@@ -42,6 +42,9 @@ func startReplica(t testing.TB, name, logNamespace string) *replica {
 		"--health-probe-bind-address", r.probe,
 		"--leader-election-namespace", leaseNamespace,
 		"--log-namespace", logNamespace,
+		// The local job runner runs creation jobs' commands, not their image; outside a pod
+		// the flag is required.
+		"--build-image", "release-controller:scale-test",
 	}
 	logPath := filepath.Join(workDir, "controllers", fmt.Sprintf("%s-%s-%d.log", t.Name(), name, time.Now().UnixNano()))
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {

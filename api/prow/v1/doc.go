@@ -8,8 +8,9 @@
 package v1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -17,8 +18,26 @@ var (
 	SchemeGroupVersion = schema.GroupVersion{Group: "prow.k8s.io", Version: "v1"}
 
 	// SchemeBuilder registers ProwJob with a scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: SchemeGroupVersion}
+	SchemeBuilder = &schemeBuilder{}
 
 	// AddToScheme adds ProwJob to a scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// schemeBuilder collects the kinds each types file registers in its init. API packages import
+// only apimachinery, so that importing them does not pull in controller-runtime.
+type schemeBuilder struct {
+	objects []runtime.Object
+}
+
+// Register adds kinds (each with its List) to those AddToScheme adds.
+func (b *schemeBuilder) Register(objects ...runtime.Object) {
+	b.objects = append(b.objects, objects...)
+}
+
+// AddToScheme adds the registered kinds to s under SchemeGroupVersion.
+func (b *schemeBuilder) AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(SchemeGroupVersion, b.objects...)
+	metav1.AddToGroupVersion(s, SchemeGroupVersion)
+	return nil
+}
