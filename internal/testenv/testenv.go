@@ -47,11 +47,11 @@ func Start() (*Env, error) {
 
 // StartWith is Start with opts.
 func StartWith(opts Options) (*Env, error) {
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		return nil, err
 	}
-	assets, err := assetsDir(root)
+	assets, err := AssetsDir(root)
 	if err != nil {
 		return nil, err
 	}
@@ -134,8 +134,8 @@ func (e *Env) Namespace(t testing.TB) string {
 	return ns.Name
 }
 
-// assetsDir finds kube-apiserver and etcd, or says which make target builds them.
-func assetsDir(root string) (string, error) {
+// AssetsDir finds kube-apiserver and etcd, or says which make target builds them.
+func AssetsDir(root string) (string, error) {
 	dir := os.Getenv("KUBEBUILDER_ASSETS")
 	if dir == "" {
 		dir = filepath.Join(root, "bin", "k8s", KubeVersion+"-"+runtime.GOOS+"-"+runtime.GOARCH)
@@ -148,8 +148,8 @@ func assetsDir(root string) (string, error) {
 	return dir, nil
 }
 
-// moduleRoot walks up from the working directory to the folder holding go.mod.
-func moduleRoot() (string, error) {
+// ModuleRoot walks up from the working directory to the folder holding go.mod.
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err

@@ -13,8 +13,6 @@ package install
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -53,11 +51,11 @@ func run(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}()
-	if root, err = moduleRoot(); err != nil {
+	if root, err = testenv.ModuleRoot(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	assets, err := assetsDir(root)
+	assets, err := testenv.AssetsDir(root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -85,37 +83,4 @@ func run(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
-}
-
-// assetsDir finds kube-apiserver and etcd, or says which make target builds them (as
-// internal/testenv does; this package starts its API server without the project's CRDs).
-func assetsDir(root string) (string, error) {
-	dir := os.Getenv("KUBEBUILDER_ASSETS")
-	if dir == "" {
-		dir = filepath.Join(root, "bin", "k8s", testenv.KubeVersion+"-"+runtime.GOOS+"-"+runtime.GOARCH)
-	}
-	for _, bin := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			return "", fmt.Errorf("the test API server needs %s in %s, which is missing: run `make control-plane` (or `make test`, which builds it first)", bin, dir)
-		}
-	}
-	return dir, nil
-}
-
-// moduleRoot walks up from the working directory to the folder holding go.mod.
-func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
