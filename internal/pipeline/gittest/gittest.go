@@ -37,11 +37,11 @@ func NewServer(t testing.TB, username, password string) *Server {
 	t.Helper()
 	out, err := exec.Command("git", "--exec-path").Output()
 	if err != nil {
-		t.Skipf("git is not installed (needed for its http-backend): %v", err)
+		t.Fatalf("git is not installed (its http-backend serves the test repositories; apt-get install git): %v", err)
 	}
 	backend := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
 	if _, err := os.Stat(backend); err != nil {
-		t.Skipf("git's http-backend is not installed: %v", err)
+		t.Fatalf("git's http-backend is not installed (apt-get install git): %v", err)
 	}
 	s := &Server{Root: t.TempDir(), username: username, password: password, backend: backend}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
