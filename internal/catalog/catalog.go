@@ -1,6 +1,6 @@
-// Package catalog is the read side of streams and payloads for the HTTP server: kept current
-// by the manager's informers, indexed by stream and tag, in the orders the pages and the REST
-// API answer in. Readers get immutable snapshots, so a request never lists the cache, never
+// Package catalog is the read side of streams, payloads and pipelines for the HTTP server:
+// kept current by the manager's informers, indexed by stream and tag, in the orders the pages
+// and the REST API answer in. Readers get immutable snapshots, so a request never lists the cache, never
 // copies an object and never holds a lock while it renders.
 package catalog
 
@@ -110,6 +110,9 @@ type Catalog struct {
 	// payloads keep their entries even while their stream is not (yet) in the cache.
 	pending map[types.NamespacedName]*builder
 	changed chan struct{}
+	// pipelines are kept as the informer holds them (pipelines.go).
+	pipelines        map[types.NamespacedName]*v1alpha1.Pipeline
+	pipelinesChanged chan struct{}
 }
 
 // builder is the mutable state behind one stream's snapshot.
@@ -126,14 +129,18 @@ func New() *Catalog {
 		streams: map[types.NamespacedName]*Stream{},
 		pending: map[types.NamespacedName]*builder{},
 		changed: make(chan struct{}),
+
+		pipelines:        map[types.NamespacedName]*v1alpha1.Pipeline{},
+		pipelinesChanged: make(chan struct{}),
 	}
 }
 
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams;releasepayloads,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch
 
-// Watch feeds the catalog from the cache's informers of streams, payloads and the streams'
-// upgrade-graph ConfigMaps (the manager caches only ConfigMaps labelled with a stream).
+// Watch feeds the catalog from the cache's informers of streams, payloads, the streams'
+// upgrade-graph ConfigMaps (the manager caches only ConfigMaps labelled with a stream) and
+// pipelines.
 func (c *Catalog) Watch(ctx context.Context, informers cache.Informers) error {
 	watches := []struct {
 		obj     client.Object
@@ -142,6 +149,7 @@ func (c *Catalog) Watch(ctx context.Context, informers cache.Informers) error {
 		{&v1alpha1.ReleaseStream{}, handler(c.SetStream, c.DeleteStream)},
 		{&v1alpha1.ReleasePayload{}, handler(c.SetPayload, c.DeletePayload)},
 		{&corev1.ConfigMap{}, handler(c.SetGraph, c.DeleteGraph)},
+		{&v1alpha1.Pipeline{}, handler(c.SetPipeline, c.DeletePipeline)},
 	}
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)

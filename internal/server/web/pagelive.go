@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"slices"
 	"time"
 
@@ -52,7 +51,8 @@ type liveView func() ([]livePart, error)
 
 // liveViewOf parses an event stream's query into the view it follows; the error is meant for
 // people, with its status code.
-func (p *site) liveViewOf(q url.Values) (liveView, int, error) {
+func (p *site) liveViewOf(r *http.Request) (liveView, int, error) {
+	q := r.URL.Query()
 	streamOf := func() (*catalog.Stream, error) {
 		s, err := p.cat.StreamIn(q.Get("namespace"), q.Get("stream"))
 		if errors.Is(err, catalog.ErrNotFound) {
@@ -96,6 +96,8 @@ func (p *site) liveViewOf(q url.Values) (liveView, int, error) {
 				{ID: "payloads", HTML: string(parts.payloads.HTML), Version: parts.payloads.Version},
 			}, err
 		}, 0, nil
+	case "pipelines", "pipeline":
+		return p.pipelineLiveView(r, q.Get("view"))
 	case "release":
 		tag := q.Get("tag")
 		s, err := streamOf()
@@ -120,13 +122,13 @@ func (p *site) liveViewOf(q url.Values) (liveView, int, error) {
 			return []livePart{{ID: "status", HTML: string(f.HTML), Version: f.Version}}, err
 		}, 0, nil
 	}
-	return nil, http.StatusBadRequest, fmt.Errorf("view must be index, stream or release, not %q", q.Get("view"))
+	return nil, http.StatusBadRequest, fmt.Errorf("view must be index, stream, release, pipelines or pipeline, not %q", q.Get("view"))
 }
 
 // events streams a page's live parts: at once, then whenever they change. It returns when
 // the request's context ends (the client left, or the server shuts down).
 func (p *site) events(w http.ResponseWriter, r *http.Request) {
-	view, code, err := p.liveViewOf(r.URL.Query())
+	view, code, err := p.liveViewOf(r)
 	if err != nil {
 		http.Error(w, err.Error(), code)
 		return
@@ -135,11 +137,16 @@ func (p *site) events(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	// The pipeline views follow the pipelines' changes, the others the streams'.
+	changedOf := p.cat.Changed
+	if v := r.URL.Query().Get("view"); v == "pipelines" || v == "pipeline" {
+		changedOf = p.cat.PipelinesChanged
+	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()
 	sent := map[string]string{}
 	for {
-		changed := p.cat.Changed()
+		changed := changedOf()
 		parts, err := view()
 		var gone errGone
 		if errors.As(err, &gone) {

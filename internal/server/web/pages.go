@@ -97,7 +97,7 @@ type site struct {
 
 // RegisterPages serves the pages of streams and payloads on s, read from cat: the index
 // (/), a stream's payloads, a payload, the changelog and compare pages, the upgrade graph,
-// the release candidates, their live updates, and a redirect from the payload links of
+// the release candidates, the pipeline pages (pagepipelines.go), their live updates, and a redirect from the payload links of
 // older release log entries.
 func RegisterPages(s *server.Server, cat *catalog.Catalog, opts PageOptions) {
 	p := &site{cat: cat, opts: opts.withDefaults(), parts: newPartCache()}
@@ -114,6 +114,7 @@ func RegisterPages(s *server.Server, cat *catalog.Catalog, opts PageOptions) {
 	s.Handle("GET "+PageEventsPath, http.HandlerFunc(p.events))
 	s.Handle("GET /releases/{namespace}/{stream}/{tag}", http.HandlerFunc(redirectPayloadLink))
 	s.Handle("GET "+PagesStaticPrefix, staticHandler())
+	p.registerPipelines(s)
 }
 
 // Paths of the pages. Links always name the namespace, so they stay valid when a stream of

@@ -1,0 +1,116 @@
+package mcp_test
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/server/mcp"
+)
+
+// webPipeline promotes the Deployment web through dev and prod (prod on a remote cluster and
+// after approval); dev is at 1.2.0 and ready, prod waits for the approval of 1.2.0.
+func webPipeline(namespace, name string) *v1alpha1.Pipeline {
+	promoted := metav1.NewTime(at("2026-11-22T10:00:00Z"))
+	waiting := metav1.NewTime(at("2026-11-22T10:05:00Z"))
+	return &v1alpha1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Generation: 2},
+		Spec: v1alpha1.PipelineSpec{
+			AppRef: v1alpha1.AppReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Container: "web"},
+			Source: &v1alpha1.PipelineSource{ReleaseStream: "nightly"},
+			Environments: []v1alpha1.Environment{
+				{Name: "dev", Targets: []v1alpha1.Target{{Namespace: "web-dev"}}},
+				{Name: "prod", Targets: []v1alpha1.Target{{Namespace: "web-prod", ClusterRef: "leaf"}},
+					Promotion: &v1alpha1.Promotion{Strategy: v1alpha1.StrategyNotification, Notification: &v1alpha1.NotificationPromotion{URL: "https://hooks.example.com/"}},
+					Approval:  &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "prod-key"}}},
+			},
+		},
+		Status: v1alpha1.PipelineStatus{
+			ObservedGeneration: 2,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionPipelineReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTargetsObserved,
+				LastTransitionTime: promoted}},
+			Environments: []v1alpha1.EnvironmentStatus{
+				{Name: "dev", Revision: "1.2.0", Ready: true, Targets: []v1alpha1.TargetStatus{{Namespace: "web-dev", Revision: "1.2.0", Ready: true}},
+					LastPromotion: &v1alpha1.PromotionRecord{ID: "uid/dev/1.2.0", Revision: "1.2.0", Strategy: v1alpha1.StrategyPatch, Time: promoted}},
+				{Name: "prod", Revision: "1.1.0", Ready: true, Targets: []v1alpha1.TargetStatus{{Namespace: "web-prod", ClusterRef: "leaf", Revision: "1.1.0", Ready: true}},
+					WaitingApproval: &v1alpha1.WaitingApproval{Revision: "1.2.0", Since: waiting}},
+			},
+		},
+	}
+}
+
+func TestListAndGetPipeline(t *testing.T) {
+	c := catalog.New()
+	c.SetPipeline(webPipeline("apps", "web"))
+	c.SetPipeline(webPipeline("team", "web"))
+	c.SetPipeline(webPipeline("apps", "api"))
+	session := serveAll(t, releaselog.NewStore(), releaselog.Options{}, c, nil)
+
+	var list mcp.ListPipelinesOutput
+	text, isError := call(t, session, mcp.ToolListPipelines, nil, &list)
+	if isError {
+		t.Fatalf("error: %s", text)
+	}
+	var names []string
+	for _, p := range list.Pipelines {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	if want := []string{"apps/api", "apps/web", "team/web"}; !slices.Equal(names, want) {
+		t.Fatalf("pipelines = %v, want %v", names, want)
+	}
+	want := mcp.PipelineSummary{Namespace: "apps", Name: "web", App: mcp.AppRef{APIVersion: "apps/v1", Kind: "Deployment", Name: "web"},
+		Source: "nightly", Ready: "True", Link: "/pipelines/apps/web", Environments: []mcp.EnvironmentSummary{
+			{Name: "dev", Revision: "1.2.0", Ready: true}, {Name: "prod", Revision: "1.1.0", Ready: true, WaitingApproval: "1.2.0"}}}
+	got, _ := json.Marshal(list.Pipelines[1])
+	if wantJSON, _ := json.Marshal(want); string(got) != string(wantJSON) {
+		t.Errorf("apps/web = %s\nwant %s", got, wantJSON)
+	}
+	// The text is the JSON.
+	if !strings.Contains(text, `"waiting_approval":"1.2.0"`) {
+		t.Errorf("text lacks the waiting approval: %s", text)
+	}
+
+	var p mcp.Pipeline
+	if text, isError := call(t, session, mcp.ToolGetPipeline, map[string]any{"name": "web", "namespace": "apps"}, &p); isError {
+		t.Fatalf("error: %s", text)
+	}
+	if p.Namespace != "apps" || p.Source != "nightly" || p.Generation != 2 || p.ObservedGeneration != 2 || len(p.Environments) != 2 ||
+		len(p.Conditions) != 1 || p.Conditions[0].Type != "Ready" || p.Conditions[0].Since != "2026-11-22T10:00:00Z" {
+		t.Fatalf("get_pipeline = %+v", p)
+	}
+	dev, prod := p.Environments[0], p.Environments[1]
+	if dev.Strategy != "patch" || dev.RequiresApproval || dev.LastPromotion == nil || dev.LastPromotion.Revision != "1.2.0" ||
+		dev.LastPromotion.Time != "2026-11-22T10:00:00Z" || dev.Targets[0] != (mcp.PipelineTarget{Namespace: "web-dev", Revision: "1.2.0", Ready: true, Observed: true}) {
+		t.Errorf("dev = %+v", dev)
+	}
+	if prod.Strategy != "notification" || !prod.RequiresApproval || prod.WaitingApproval == nil || prod.WaitingApproval.Revision != "1.2.0" ||
+		prod.WaitingApproval.Command != "release-controller pipeline approve apps/web prod 1.2.0" || prod.Targets[0].ClusterRef != "leaf" {
+		t.Errorf("prod = %+v (waiting %+v)", prod, prod.WaitingApproval)
+	}
+
+	for args, wantErr := range map[string]string{
+		`{"name":"web"}`:                    "exists in namespaces apps, team",
+		`{"name":"nope"}`:                   `no pipeline "nope"`,
+		`{"name":"api","namespace":"team"}`: `no pipeline "api" in namespace team`,
+		`{"name":""}`:                       "name is required",
+	} {
+		var in map[string]any
+		if err := json.Unmarshal([]byte(args), &in); err != nil {
+			t.Fatal(err)
+		}
+		if text, isError := call(t, session, mcp.ToolGetPipeline, in, nil); !isError || !strings.Contains(text, wantErr) {
+			t.Errorf("get_pipeline(%s) = %q (error %v), want an error with %q", args, text, isError, wantErr)
+		}
+	}
+
+	empty := serveAll(t, releaselog.NewStore(), releaselog.Options{}, catalog.New(), nil)
+	if text, isError := call(t, empty, mcp.ToolListPipelines, nil, &list); isError || len(list.Pipelines) != 0 {
+		t.Errorf("empty catalog: %+v %v %q", list, isError, text)
+	}
+}

@@ -1,0 +1,186 @@
+package web_test
+
+import (
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/server/web"
+)
+
+// webPipeline promotes the Deployment web through dev, staging (two targets, one on the
+// cluster of the Secret leaf) and prod, which waits for the approval of revision.
+func webPipeline(namespace, name, revision string) *v1alpha1.Pipeline {
+	promoted := metav1.NewTime(at("2026-11-22T15:00:00Z"))
+	since := metav1.NewTime(at("2026-11-22T15:30:00Z"))
+	approval := &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "prod-key"}}
+	return &v1alpha1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Generation: 1},
+		Spec: v1alpha1.PipelineSpec{
+			AppRef: v1alpha1.AppReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Container: "web"},
+			Source: &v1alpha1.PipelineSource{ReleaseStream: "nightly"},
+			Environments: []v1alpha1.Environment{
+				{Name: "dev", Targets: []v1alpha1.Target{{Namespace: "web-dev"}}},
+				{Name: "staging", Targets: []v1alpha1.Target{{Namespace: "web-staging"}, {Namespace: "web-staging", ClusterRef: "leaf"}}},
+				{Name: "prod", Targets: []v1alpha1.Target{{Namespace: "web-prod", ClusterRef: "leaf"}}, Approval: approval},
+			},
+		},
+		Status: v1alpha1.PipelineStatus{
+			ObservedGeneration: 1,
+			Conditions: []metav1.Condition{
+				{Type: v1alpha1.ConditionPipelineReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTargetsObserved, LastTransitionTime: promoted},
+				{Type: v1alpha1.ConditionPromotionFailed, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonPromotionSucceeded, LastTransitionTime: promoted},
+			},
+			Environments: []v1alpha1.EnvironmentStatus{
+				{Name: "dev", Revision: revision, Ready: true, Targets: []v1alpha1.TargetStatus{{Namespace: "web-dev", Revision: revision, Ready: true}},
+					LastPromotion: &v1alpha1.PromotionRecord{ID: "dev-" + revision, Revision: revision, Strategy: "patch", Time: promoted}},
+				{Name: "staging", Revision: revision, Ready: true, Targets: []v1alpha1.TargetStatus{
+					{Namespace: "web-staging", Revision: revision, Ready: true}, {Namespace: "web-staging", ClusterRef: "leaf", Revision: revision, Ready: true}},
+					LastPromotion: &v1alpha1.PromotionRecord{ID: "staging-" + revision, Revision: revision, Strategy: "patch", Time: since}},
+				{Name: "prod", Targets: []v1alpha1.TargetStatus{{Namespace: "web-prod", ClusterRef: "leaf", Revision: "1.0.0", Message: "0 of 1 replicas updated"}},
+					WaitingApproval: &v1alpha1.WaitingApproval{Revision: revision, Since: since}},
+			},
+		},
+	}
+}
+
+func httpGet(t *testing.T, method, url string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestPipelinePages(t *testing.T) {
+	cat := catalog.New()
+	base := startPages(t, cat, web.PageOptions{})
+	if code, body := httpGet(t, http.MethodGet, base+"/pipelines"); code != http.StatusOK || !strings.Contains(body, web.EmptyPipelines) {
+		t.Fatalf("empty /pipelines: %d\n%s", code, body)
+	}
+	// A revision a shell would misread is quoted in the command; markup is escaped.
+	cat.SetPipeline(webPipeline("apps", "web", "1.2.0 <b>$(x)'"))
+	code, body := httpGet(t, http.MethodGet, base+"/pipelines/apps/web")
+	if code != http.StatusOK {
+		t.Fatalf("GET /pipelines/apps/web: %d\n%s", code, body)
+	}
+	if want := `release-controller pipeline approve apps/web prod &#39;1.2.0 &lt;b&gt;$(x)&#39;\&#39;&#39;&#39; --server ` + base; !strings.Contains(body, want) {
+		t.Errorf("the page lacks the approve command %s:\n%s", want, body)
+	}
+	if strings.Contains(body, "<b>$") {
+		t.Error("the revision is not escaped")
+	}
+	if got := web.ApproveCommand("https://rc.example.com", "apps", "web", "prod", "v1.2.0+build.1"); got != "release-controller pipeline approve apps/web prod v1.2.0+build.1 --server https://rc.example.com" {
+		t.Errorf("ApproveCommand = %q", got)
+	}
+	for path, want := range map[string]int{
+		"/pipelines/apps/nope": http.StatusNotFound, "/pipelines/team/web": http.StatusNotFound,
+		"/pages/events?view=pipeline&namespace=apps&name=nope": http.StatusNotFound,
+	} {
+		if code, _ := httpGet(t, http.MethodGet, base+path); code != want {
+			t.Errorf("GET %s: %d, want %d", path, code, want)
+		}
+	}
+	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
+		for _, path := range []string{"/pipelines", "/pipelines/apps/web"} {
+			if code, _ := httpGet(t, method, base+path); code != http.StatusMethodNotAllowed {
+				t.Errorf("%s %s: %d, want 405", method, path, code)
+			}
+		}
+	}
+}
+
+// A person opens the pipelines, then one pipeline: environments left to right, each target,
+// the approval prod waits for with the command that approves it; prod's promotion arrives
+// live; nothing breaks the Content-Security-Policy.
+func TestPipelinePagesInBrowser(t *testing.T) {
+	cat := catalog.New()
+	cat.SetPipeline(webPipeline("apps", "web", "1.2.0"))
+	cat.SetPipeline(webPipeline("apps", "api", "2.0.0"))
+	base := startPages(t, cat, web.PageOptions{})
+	ctx := newBrowser(t)
+	console := chromedp.Console(ctx)
+	texts := func(selector string) []string {
+		t.Helper()
+		return eval[[]string](t, ctx, `Array.from(document.querySelectorAll(`+strconv.Quote(selector)+`), (e) => e.textContent.trim())`)
+	}
+
+	do(t, ctx, "loading /pipelines",
+		chromedp.Navigate(base+"/pipelines"),
+		chromedp.WaitVisible(chromedp.CSS(`table.pipelines tbody tr`)),
+	)
+	if got, want := texts(`table.pipelines tbody th a`), []string{"apps/api", "apps/web"}; !slices.Equal(got, want) {
+		t.Errorf("pipelines %v, want %v", got, want)
+	}
+	if got := texts(`tr[data-pipeline="apps/web"] td.waiting`); len(got) != 1 || got[0] != "prod: 1.2.0" {
+		t.Errorf("waiting approvals %q", got)
+	}
+	if got := texts(`header.site nav a`); !slices.Contains(got, "Pipelines") {
+		t.Errorf("the site's navigation %v lacks Pipelines", got)
+	}
+
+	do(t, ctx, "opening apps/web",
+		chromedp.Click(chromedp.CSS(`a[href="/pipelines/apps/web"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#pipeline-state li.environment`)),
+	)
+	if got, want := texts(`li.environment h3`), []string{"dev", "staging", "prod"}; !slices.Equal(got, want) {
+		t.Errorf("environments %v, want %v", got, want)
+	}
+	// Left to right, in promotion order.
+	lefts := eval[[]float64](t, ctx, `Array.from(document.querySelectorAll("li.environment"), (e) => e.getBoundingClientRect().left)`)
+	if len(lefts) != 3 || !(lefts[0] < lefts[1] && lefts[1] < lefts[2]) {
+		t.Errorf("environments are not left to right: %v", lefts)
+	}
+	if got, want := texts(`li[data-env="staging"] table.targets tbody td:first-child`), []string{web.LocalCluster, "leaf"}; !slices.Equal(got, want) {
+		t.Errorf("staging's clusters %v, want %v", got, want)
+	}
+	want := "release-controller pipeline approve apps/web prod 1.2.0 --server " + base
+	if got := texts(`li[data-env="prod"] code.approve-command`); len(got) != 1 || got[0] != want {
+		t.Errorf("approve command %q, want %q", got, want)
+	}
+	if got := eval[bool](t, ctx, `!document.querySelector('li[data-env="prod"] button.copy').hidden`); !got {
+		t.Error("the copy button is hidden")
+	}
+	if got, want := texts(`table.promotions tbody td:first-child`), []string{"staging", "dev"}; !slices.Equal(got, want) {
+		t.Errorf("promotions %v, want %v", got, want)
+	}
+	if got, want := texts(`table.conditions tbody th`), []string{"Ready", "PromotionFailed"}; !slices.Equal(got, want) {
+		t.Errorf("conditions %v, want %v", got, want)
+	}
+
+	// prod is approved and promoted while the page is open.
+	eval[string](t, ctx, `window.__marker = "same document"`)
+	p := webPipeline("apps", "web", "1.2.0")
+	prod := &p.Status.Environments[2]
+	prod.WaitingApproval = nil
+	prod.Revision, prod.Ready = "1.2.0", true
+	prod.Targets[0] = v1alpha1.TargetStatus{Namespace: "web-prod", ClusterRef: "leaf", Revision: "1.2.0", Ready: true}
+	prod.LastPromotion = &v1alpha1.PromotionRecord{ID: "prod-1.2.0", Revision: "1.2.0", Strategy: "patch", Time: metav1.NewTime(at("2026-11-22T15:45:00Z")), Approver: "alice"}
+	cat.SetPipeline(p)
+	waitFor(t, ctx, "prod's promotion", `document.querySelector('table.promotions tbody tr[data-env="prod"]') !== null`)
+	if got := eval[string](t, ctx, `window.__marker + " / " + document.getElementById("live").textContent`); got != "same document / Updated" {
+		t.Errorf("after the live update: %q", got)
+	}
+	if got := texts(`li[data-env="prod"] code.approve-command`); len(got) != 0 {
+		t.Errorf("the approve command is still shown: %q", got)
+	}
+	if got := texts(`li[data-env="prod"] .env-state`); len(got) != 1 || !strings.Contains(got[0], "1.2.0") || !strings.Contains(got[0], "ready") {
+		t.Errorf("prod's state %q", got)
+	}
+	checkConsole(t, ctx, console)
+}
