@@ -160,7 +160,7 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml).
 # BENCH_LARGE=1 puts 10,000 payloads in flight instead of 1,000 (BENCH_PAYLOADS=N: any N).
 .PHONY: bench
 bench: build control-plane ## Run the benchmarks on bin/release-controller as shipped: payload acceptance, payload build, release pages and REST reads; release log reads.
-	@echo "==> bin/release-controller controller --kubeconfig with 1,000 payloads x 10 jobs in flight on a local API server (BENCH_LARGE=1: 10,000); bin/release-controller payload build of 1,000 components; bin/release-controller api serving 10,000 payloads"
+	@echo "==> bin/release-controller controller --kubeconfig with 1,000 payloads x 10 jobs in flight on a local API server (BENCH_LARGE=1: 10,000); bin/release-controller payload build of 1,000 components; bin/release-controller api serving 10,000 payloads; bin/release-controller controller with 100 pipelines x 3 environments x 2 targets over 3 API servers"
 	RELEASE_CONTROLLER_BINARY=$(BIN)/release-controller $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./test/bench/
 	@echo "==> payload build of 200 components against the embedded registry (in-process)"
 	$(GO) test -run '^$$' -bench BenchmarkBuild200 -benchtime 20x ./internal/releaseimage/

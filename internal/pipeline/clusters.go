@@ -127,6 +127,8 @@ func (c *Clusters) Start(ctx context.Context) error {
 	c.mu.Lock()
 	c.ctx = ctx
 	c.mu.Unlock()
+	setRunning(c, true)
+	defer setRunning(c, false)
 	<-ctx.Done()
 	c.mu.Lock()
 	defer c.mu.Unlock()

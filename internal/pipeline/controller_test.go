@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/manager"
@@ -218,6 +219,8 @@ func TestPromotionAcrossClusters(t *testing.T) {
 	})
 	g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, v1alpha1.ConditionClusterUnreachable)).To(BeTrue())
 	g.Expect(r.Clusters.Stats()).To(Equal(pipeline.Stats{Clusters: 2, Informers: 2}))
+	g.Expect(gauge(t, pipeline.MetricClusters)).To(Equal(2.0), "the clusters gauge is Stats().Clusters")
+	g.Expect(gauge(t, pipeline.MetricInformers)).To(Equal(2.0), "the informers gauge is Stats().Informers")
 
 	// dev moves to 2 (management cluster): staging on the leaf gets 2, applied by the
 	// release-controller field manager.
@@ -372,4 +375,21 @@ func TestPromotionAcrossClusters(t *testing.T) {
 	g.Consistently(func() pipeline.Stats { return r.Clusters.Stats() }).WithTimeout(time.Second).Should(Equal(pipeline.Stats{Clusters: 2, Informers: 2}))
 	g.Expect(mgmt.Client.Delete(ctx, second)).To(Succeed())
 	g.Eventually(func() pipeline.Stats { return r.Clusters.Stats() }).WithTimeout(waitTimeout).Should(Equal(pipeline.Stats{}))
+	g.Expect(gauge(t, pipeline.MetricInformers)).To(Equal(0.0), "the informers gauge is Stats().Informers")
+}
+
+// gauge reads a gauge of controller-runtime's metrics registry (what /metrics serves).
+func gauge(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s in the metrics registry", name)
+	return 0
 }

@@ -1,0 +1,476 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/pipeline"
+	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/testbinary"
+	"github.com/release-controller/release-controller/internal/testenv"
+)
+
+const (
+	// benchPipelines, each with the environments below, each with benchTargets targets.
+	benchPipelines = 100
+	benchTargets   = 2
+	// pipelineNamespace holds the pipelines and the leaves' kubeconfig Secrets (one Secret
+	// per leaf, shared by every pipeline: one cluster each).
+	pipelineNamespace = "pipelines"
+	// appImage is the apps' image; the revision is its tag.
+	appImage = "registry.example.com/app"
+	// promoteWorkers change pipelines at once.
+	promoteWorkers = 8
+)
+
+// benchEnvironments: dev on leaf a, staging on leaf b, prod on the management cluster (its
+// clusterRef empty).
+var benchEnvironments = []struct{ name, clusterRef string }{
+	{"dev", "leaf-a"}, {"staging", "leaf-b"}, {"prod", ""},
+}
+
+// BenchmarkShippedPipelines runs the built binary as `release-controller controller
+// --kubeconfig FILE` against a management API server and two leaf API servers (reached
+// through kubeconfig Secrets), with 100 pipelines × 3 environments (dev on leaf a, staging on
+// leaf b, prod on the management cluster) × 2 targets, each an apps/v1 Deployment promoted by
+// the patch strategy, no approvals. Per pipeline it moves dev's two Deployments to a new image
+// and rolls them out (the status the Deployment controller writes), then measures the time
+// from the last of those writes returning to the informer event showing the new image on both
+// staging Deployments; then the same from staging's rollout on leaf b to prod's patch (8
+// pipelines at a time). One line per run:
+//
+//	BENCH pipelines pipelines=100 environments=3 targets=2 clusters=3 informers=… p50_ms=…
+//	p99_ms=… max_ms=… rss_mb=… …
+//
+// informers and clusters are the controller's own gauges (release_controller_pipeline_*).
+func BenchmarkShippedPipelines(b *testing.B) {
+	binary := releaseControllerBinary(b)
+	for b.Loop() {
+		p50, p99 := runShippedPipelines(b, binary)
+		b.ReportMetric(float64(p50.Milliseconds()), "p50-ms")
+		b.ReportMetric(float64(p99.Milliseconds()), "p99-ms")
+	}
+}
+
+// appName is pipeline i's app: a Deployment of that name in every target namespace.
+func appName(i int) string { return fmt.Sprintf("app-%03d", i) }
+
+// targetNamespace is the namespace of target t of every environment on its cluster.
+func targetNamespace(t int) string { return fmt.Sprintf("target-%d", t) }
+
+func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
+	runStart := time.Now()
+	ctx := context.Background()
+	dir := b.TempDir()
+	progressf("shipped pipelines: %d pipelines x %d environments x %d targets over 3 clusters; binary %s",
+		benchPipelines, len(benchEnvironments), benchTargets, binary)
+
+	mgmt, kubeconfig := startAPIServer(b, dir)
+	defer stopAPIServer(mgmt)
+	createNamespace(b, mgmt, pipelineNamespace)
+	createNamespace(b, mgmt, releaselog.DefaultNamespace)
+	clusters := map[string]*testenv.Env{"": mgmt}
+	for _, e := range benchEnvironments {
+		if e.clusterRef == "" {
+			continue
+		}
+		leafDir := filepath.Join(dir, e.clusterRef)
+		if err := os.Mkdir(leafDir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		leaf, leafKubeconfig := startAPIServer(b, leafDir)
+		defer stopAPIServer(leaf)
+		clusters[e.clusterRef] = leaf
+		data, err := os.ReadFile(leafKubeconfig)
+		if err != nil {
+			b.Fatal(err)
+		}
+		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pipelineNamespace, Name: e.clusterRef},
+			Data: map[string][]byte{v1alpha1.SecretKeyKubeconfig: data}}
+		if err := mgmt.Client.Create(ctx, secret); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, env := range clusters {
+		for t := range benchTargets {
+			createNamespace(b, env, targetNamespace(t))
+		}
+	}
+
+	// Every app at revision 1 and rolled out on every target.
+	parallelPlain(b, benchPipelines, setupWorkers, func(i int) error {
+		for _, e := range benchEnvironments {
+			for t := range benchTargets {
+				if err := createApp(ctx, clusters[e.clusterRef].Client, targetNamespace(t), appName(i), "1"); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+
+	metricsAddr, probeAddr := freeAddr(b), freeAddr(b)
+	ctl := startProcess(b, binary, filepath.Join(dir, "controller.log"),
+		"controller", "--kubeconfig", kubeconfig,
+		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr,
+		"--leader-election-namespace", "default", "--build-image", "release-controller:bench")
+	defer ctl.stop()
+	ctl.waitReady(b, probeAddr)
+	waitLeader(b, mgmt, ctl)
+	progressf("release-controller pid %d ready and leader after %s", ctl.Pid(), time.Since(runStart).Round(time.Millisecond))
+	rssBefore := rssKB(ctl.Pid())
+
+	parallelPlain(b, benchPipelines, setupWorkers, func(i int) error {
+		return mgmt.Client.Create(ctx, benchPipeline(i))
+	})
+	waitPipelines(b, mgmt, ctl, "all observed at 1", func(p *v1alpha1.Pipeline) bool {
+		return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionReady) && atRevision(p, "1", len(benchEnvironments))
+	})
+	progressf("%d pipelines observed at revision 1 on every target (%s into the run)", benchPipelines, time.Since(runStart).Round(time.Millisecond))
+
+	// Two hops: dev's rollout on leaf a → staging patched on leaf b; staging's rollout on
+	// leaf b → prod patched on the management cluster.
+	var latencies []time.Duration
+	for hop := range len(benchEnvironments) - 1 {
+		from, to := benchEnvironments[hop], benchEnvironments[hop+1]
+		w := watchImages(b, clusters[to.clusterRef], "2")
+		changed := make([]time.Time, benchPipelines)
+		hopStart := time.Now()
+		parallel(b, ctl, benchPipelines, promoteWorkers, func(i int) error {
+			c := clusters[from.clusterRef].Client
+			var g errgroup.Group
+			for t := range benchTargets {
+				g.Go(func() error {
+					if hop == 0 {
+						if err := setAppImage(ctx, c, targetNamespace(t), appName(i), "2"); err != nil {
+							return err
+						}
+					}
+					return rollOutApp(ctx, c, targetNamespace(t), appName(i))
+				})
+			}
+			err := g.Wait()
+			changed[i] = time.Now()
+			return err
+		})
+		w.waitAll(b, ctl, to.name+" patched")
+		w.stop()
+		for i := range benchPipelines {
+			latencies = append(latencies, w.patchedAt(i).Sub(changed[i]))
+		}
+		progressf("%s → %s: every pipeline's %s patched %s after the first %s change",
+			from.name, to.name, to.name, w.last().Sub(hopStart).Round(time.Millisecond), from.name)
+	}
+	waitPipelines(b, mgmt, ctl, "all promoted to prod", func(p *v1alpha1.Pipeline) bool {
+		lp := envStatusOf(p, "prod").LastPromotion
+		return lp != nil && lp.Revision == "2"
+	})
+	rss := rssKB(ctl.Pid())
+	stats := scrapePipelineStats(b, metricsAddr)
+	slices.Sort(latencies)
+	ctl.checkAlive(b)
+	queue := scrapeQueue(b, metricsAddr, "pipeline")
+	p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
+	benchLine("pipelines",
+		"pipelines", benchPipelines, "environments", len(benchEnvironments), "targets", benchTargets,
+		"clusters", stats.Clusters, "informers", stats.Informers,
+		"p50_ms", p50.Milliseconds(), "p99_ms", p99.Milliseconds(), "max_ms", latencies[len(latencies)-1].Milliseconds(),
+		"rss_mb", rss>>10, "rss_before_mb", rssBefore>>10, "promotions", len(latencies),
+		"pipeline_queue_ms", fmt.Sprintf("%.0f", queue.waitMS), "pipeline_reconcile_ms", fmt.Sprintf("%.1f", queue.workMS),
+		"seconds", fmt.Sprintf("%.0f", time.Since(runStart).Seconds()),
+	)
+	return p50, p99
+}
+
+func benchPipeline(i int) *v1alpha1.Pipeline {
+	p := &v1alpha1.Pipeline{
+		ObjectMeta: metav1.ObjectMeta{Namespace: pipelineNamespace, Name: appName(i)},
+		Spec: v1alpha1.PipelineSpec{
+			AppRef: v1alpha1.AppReference{APIVersion: "apps/v1", Kind: "Deployment", Name: appName(i), Container: "app"},
+		},
+	}
+	for _, e := range benchEnvironments {
+		env := v1alpha1.Environment{Name: e.name}
+		for t := range benchTargets {
+			env.Targets = append(env.Targets, v1alpha1.Target{Namespace: targetNamespace(t), ClusterRef: e.clusterRef})
+		}
+		p.Spec.Environments = append(p.Spec.Environments, env)
+	}
+	return p
+}
+
+// createApp creates a Deployment whose container app runs tag, rolled out.
+func createApp(ctx context.Context, c client.Client, namespace, name, tag string) error {
+	labels := map[string]string{"app": name}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: appImage + ":" + tag}}},
+			},
+		},
+	}
+	if err := c.Create(ctx, d); err != nil {
+		return fmt.Errorf("creating deployment %s/%s: %w", namespace, name, err)
+	}
+	return rollOutApp(ctx, c, namespace, name)
+}
+
+// setAppImage deploys a new tag by hand (as a CI system would), not rolled out yet.
+func setAppImage(ctx context.Context, c client.Client, namespace, name, tag string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &d); err != nil {
+			return err
+		}
+		d.Spec.Template.Spec.Containers[0].Image = appImage + ":" + tag
+		return c.Update(ctx, &d)
+	})
+	if err != nil {
+		return fmt.Errorf("setting the image of %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+// rollOutApp writes the status the Deployment controller writes once a rollout is done (no
+// such controller runs with envtest): the generation observed, every replica updated, ready
+// and available.
+func rollOutApp(ctx context.Context, c client.Client, namespace, name string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var d appsv1.Deployment
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &d); err != nil {
+			return err
+		}
+		replicas := int32(1)
+		if d.Spec.Replicas != nil {
+			replicas = *d.Spec.Replicas
+		}
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: replicas,
+			UpdatedReplicas: replicas, ReadyReplicas: replicas, AvailableReplicas: replicas}
+		return c.Status().Update(ctx, &d)
+	})
+	if err != nil {
+		return fmt.Errorf("rolling out %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
+func envStatusOf(p *v1alpha1.Pipeline, name string) v1alpha1.EnvironmentStatus {
+	for _, e := range p.Status.Environments {
+		if e.Name == name {
+			return e
+		}
+	}
+	return v1alpha1.EnvironmentStatus{}
+}
+
+// atRevision: n environments observed, every one ready at rev.
+func atRevision(p *v1alpha1.Pipeline, rev string, n int) bool {
+	if len(p.Status.Environments) != n {
+		return false
+	}
+	for _, e := range p.Status.Environments {
+		if !e.Ready || e.Revision != rev {
+			return false
+		}
+	}
+	return true
+}
+
+// waitPipelines polls the pipelines until ok holds for every one of them; it fails on a stall
+// of stallTimeout, at the benchmark's deadline, or when the controller exits.
+func waitPipelines(b *testing.B, env *testenv.Env, ctl *process, what string, ok func(*v1alpha1.Pipeline) bool) {
+	b.Helper()
+	end := deadline()
+	last, lastMoved := -1, time.Now()
+	for {
+		var list v1alpha1.PipelineList
+		if err := env.Client.List(context.Background(), &list, client.InNamespace(pipelineNamespace)); err != nil {
+			b.Fatalf("listing the pipelines: %v", err)
+		}
+		done := 0
+		var notDone *v1alpha1.Pipeline
+		for i := range list.Items {
+			if ok(&list.Items[i]) {
+				done++
+			} else if notDone == nil {
+				notDone = &list.Items[i]
+			}
+		}
+		if done == benchPipelines {
+			return
+		}
+		if done != last {
+			last, lastMoved = done, time.Now()
+		}
+		ctl.checkAlive(b)
+		if time.Since(lastMoved) > stallTimeout || time.Now().After(end) {
+			status := ""
+			if notDone != nil {
+				status = fmt.Sprintf("%s: %+v", notDone.Name, notDone.Status)
+			}
+			b.Fatalf("%s: stuck at %d of %d pipelines (e.g. %s); the end of the controller's log:\n%s", what, done, benchPipelines, status, ctl.Tail(40))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// imageWatch follows the Deployments of one cluster's target namespaces through an informer
+// and notes when each target first showed the wanted tag.
+type imageWatch struct {
+	mu      sync.Mutex
+	tag     string
+	seen    map[client.ObjectKey]time.Time
+	changed chan struct{}
+	cancel  context.CancelFunc
+}
+
+func watchImages(b *testing.B, env *testenv.Env, tag string) *imageWatch {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	namespaces := map[string]cache.Config{}
+	for t := range benchTargets {
+		namespaces[targetNamespace(t)] = cache.Config{}
+	}
+	c, err := cache.New(env.Config, cache.Options{Scheme: env.Client.Scheme(), DefaultNamespaces: namespaces})
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	informer, err := c.GetInformer(ctx, &appsv1.Deployment{})
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	w := &imageWatch{tag: tag, seen: map[client.ObjectKey]time.Time{}, changed: make(chan struct{}, 1), cancel: cancel}
+	observe := func(obj any) {
+		d, ok := obj.(*appsv1.Deployment)
+		if !ok || len(d.Spec.Template.Spec.Containers) == 0 || !strings.HasSuffix(d.Spec.Template.Spec.Containers[0].Image, ":"+tag) {
+			return
+		}
+		received := time.Now()
+		w.mu.Lock()
+		if _, done := w.seen[client.ObjectKeyFromObject(d)]; !done {
+			w.seen[client.ObjectKeyFromObject(d)] = received
+		}
+		w.mu.Unlock()
+		select {
+		case w.changed <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+	}); err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		cancel()
+		b.Fatal("deployment informer did not sync")
+	}
+	return w
+}
+
+// patchedAt is when the last target of pipeline i showed the tag (zero: not yet).
+func (w *imageWatch) patchedAt(i int) time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for t := range benchTargets {
+		at, ok := w.seen[client.ObjectKey{Namespace: targetNamespace(t), Name: appName(i)}]
+		if !ok {
+			return time.Time{}
+		}
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last
+}
+
+func (w *imageWatch) last() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, at := range w.seen {
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last
+}
+
+// waitAll waits until every pipeline's targets show the tag; it fails on a stall of
+// stallTimeout, at the benchmark's deadline, or when the controller exits.
+func (w *imageWatch) waitAll(b *testing.B, ctl *process, what string) {
+	b.Helper()
+	end := deadline()
+	check := time.NewTicker(time.Second)
+	defer check.Stop()
+	last, lastMoved := -1, time.Now()
+	for {
+		w.mu.Lock()
+		done := len(w.seen)
+		w.mu.Unlock()
+		if done == benchPipelines*benchTargets {
+			return
+		}
+		if done != last {
+			last, lastMoved = done, time.Now()
+		}
+		select {
+		case <-w.changed:
+		case <-check.C:
+		case <-ctl.Exited():
+		}
+		ctl.checkAlive(b)
+		if time.Since(lastMoved) > stallTimeout || time.Now().After(end) {
+			b.Fatalf("%s: %d of %d targets; the end of the controller's log:\n%s", what, done, benchPipelines*benchTargets, ctl.Tail(40))
+		}
+	}
+}
+
+func (w *imageWatch) stop() { w.cancel() }
+
+// scrapePipelineStats reads the pipeline controller's clusters and informers gauges from its
+// /metrics.
+func scrapePipelineStats(b *testing.B, addr string) pipeline.Stats {
+	b.Helper()
+	text, err := testbinary.Get(context.Background(), "http://"+addr+"/metrics")
+	if err != nil {
+		b.Fatalf("scraping the controller's metrics: %v", err)
+	}
+	metrics, err := testbinary.ParseMetrics(text)
+	if err != nil {
+		b.Fatalf("reading the controller's metrics: %v", err)
+	}
+	clusters, ok1 := metrics.Sum(pipeline.MetricClusters, nil)
+	informers, ok2 := metrics.Sum(pipeline.MetricInformers, nil)
+	if !ok1 || !ok2 {
+		b.Fatalf("the controller's /metrics has no %s or %s", pipeline.MetricClusters, pipeline.MetricInformers)
+	}
+	return pipeline.Stats{Clusters: int(clusters), Informers: int(informers)}
+}
