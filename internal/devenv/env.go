@@ -63,6 +63,8 @@ const DemoNamespace = "demo"
 // Paths inside the data directory.
 const (
 	KubeconfigFile = "kubeconfig"
+	// ApprovalKeyFile holds the shared key that signs the demo pipeline's prod approvals.
+	ApprovalKeyFile = "prod-approval-key"
 	// ChangeLogCacheDir holds the git clones changelogs are read from.
 	ChangeLogCacheDir = "changelog-cache"
 	logsDir           = "logs"
@@ -182,6 +184,18 @@ func Run(ctx context.Context, opts Options) (err error) {
 		if err := demo.Setup(ctx, direct, demoOpts); err != nil {
 			return fmt.Errorf("setting up the demo: %w", err)
 		}
+		step("setting up the pipeline %s/%s: dev, then staging and prod on a remote cluster (this API server, through the kubeconfig Secret %s)", DemoNamespace, demo.PipelineName, demo.RemoteClusterSecret)
+		key, err := demo.SetupPipeline(ctx, direct, demoOpts, cp.config)
+		if err != nil {
+			return fmt.Errorf("setting up the demo pipeline: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dataDir, ApprovalKeyFile), append(key, '\n'), 0o600); err != nil {
+			return fmt.Errorf("writing the approval key: %w", err)
+		}
+		// No kube-controller-manager here: the rollout step makes the demo's apps ready.
+		if err := (&demo.Rollout{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	token, err := logWriterToken(ctx, cp.config, DemoNamespace)
 	if err != nil {
@@ -234,9 +248,21 @@ A token for other clients: %s
 		fmt.Fprintf(out, `
 The demo's build system publishes a component build every %s; publish one now with:
   release-controller dev bump --data-dir %s [COMPONENT] [--break e2e|arch]
-`, opts.BuildInterval, dataDir)
+
+The pipeline %s/%s promotes every accepted payload into dev, then staging, then prod, which
+waits for approval (%s get pipeline -n %s %s). Approve it with:
+  %s
+`, opts.BuildInterval, dataDir, DemoNamespace, demo.PipelineName, kubectl, DemoNamespace, demo.PipelineName, ApproveCommand(kubectl, dataDir, opts.Listen))
 	}
 	fmt.Fprintf(out, "\nCtrl-C stops everything; the next start resumes from %s.\n\n", dataDir)
+}
+
+// ApproveCommand is the command that approves the demo pipeline's waiting prod revision,
+// signed with the approval key in dataDir; kubectl (with its --kubeconfig) reads the revision.
+func ApproveCommand(kubectl, dataDir, listen string) string {
+	revision := fmt.Sprintf(`$(%s get pipeline -n %s %s -o jsonpath='{.status.environments[2].waitingApproval.revision}')`, kubectl, DemoNamespace, demo.PipelineName)
+	return fmt.Sprintf("release-controller pipeline approve %s/%s prod %s --server http://%s --key-file %s",
+		DemoNamespace, demo.PipelineName, revision, listen, filepath.Join(dataDir, ApprovalKeyFile))
 }
 
 func fileExists(path string) bool {

@@ -1,7 +1,8 @@
 // Package demo runs `release-controller dev` as a user starts it (`make run`), lets its demo
 // accept and reject payloads (published with `dev bump`, as the README says), and walks the
 // release pages in headless Chromium: index → stream → release → compare → graph, checking
-// what a person sees. The REST API is read with a plain HTTP client to know when the demo is
+// what a person sees; then follows the demo pipeline to prod with the approval command dev
+// printed. The REST API is read with a plain HTTP client to know when the demo is
 // far enough along; nothing waits for a fixed time.
 package demo
 
@@ -18,7 +19,14 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/testbinary"
 	"github.com/release-controller/release-controller/internal/testbrowser"
 )
@@ -146,6 +154,61 @@ func TestDemoPagesInBrowser(t *testing.T) {
 	}
 
 	testbrowser.CheckConsole(t, ctx, console)
+
+	checkPipeline(t, dev, binary, dataDir, second)
+}
+
+// checkPipeline follows the demo pipeline: the newest accepted payload reaches dev and staging
+// (on the "remote" cluster) by itself, prod waits for approval, and the approval command that
+// dev printed promotes it.
+func checkPipeline(t *testing.T, dev *testbinary.Process, binary, dataDir, accepted string) {
+	t.Helper()
+	log, err := os.ReadFile(dev.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(log), "Approve it with:\n")
+	approve, _, _ := strings.Cut(strings.TrimSpace(after), "\n")
+	if !ok || !strings.HasPrefix(approve, "release-controller pipeline approve demo/nightly prod ") || !strings.Contains(approve, "--key-file "+filepath.Join(dataDir, "prod-approval-key")) {
+		t.Fatalf("dev printed no approval command: %q", approve)
+	}
+	ctrl.SetLogger(logr.Discard())
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitPipeline := func(what string, done func(envs []v1alpha1.EnvironmentStatus) bool) {
+		t.Helper()
+		limit := time.Now().Add(demoWait)
+		for {
+			var p v1alpha1.Pipeline
+			err := c.Get(context.Background(), types.NamespacedName{Namespace: "demo", Name: "nightly"}, &p)
+			if err == nil && len(p.Status.Environments) == 3 && done(p.Status.Environments) {
+				return
+			}
+			if time.Now().After(limit) {
+				t.Fatalf("the demo pipeline did not get to %s in %s (%v): %+v; the end of the dev log:\n%s", what, demoWait, err, p.Status, dev.Tail(40))
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	at := func(e v1alpha1.EnvironmentStatus) bool { return e.Revision == accepted && e.Ready }
+	waitPipeline(accepted+" in dev and staging, prod waiting", func(envs []v1alpha1.EnvironmentStatus) bool {
+		return at(envs[0]) && at(envs[1]) && envs[2].WaitingApproval != nil && envs[2].WaitingApproval.Revision == accepted
+	})
+	// The printed command, as a user pastes it: kubectl reads the waiting revision.
+	cmd := exec.Command("sh", "-c", approve)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "approved "+accepted) {
+		t.Fatalf("%s: %v\n%s", approve, err, out)
+	}
+	waitPipeline(accepted+" in prod", func(envs []v1alpha1.EnvironmentStatus) bool {
+		return at(envs[2]) && envs[2].LastPromotion != nil && envs[2].LastPromotion.Approver == "hmac:prod-approvals"
+	})
 }
 
 // bump publishes a new build of a demo component, as the README tells users to.
