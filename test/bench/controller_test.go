@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -371,18 +370,7 @@ type payloadWatch struct {
 
 func watchPayloads(b *testing.B, env *testenv.Env) *payloadWatch {
 	b.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	c, err := cache.New(env.Config, cache.Options{Scheme: env.Client.Scheme(), DefaultNamespaces: map[string]cache.Config{payloadNamespace: {}}})
-	if err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	informer, err := c.GetInformer(ctx, &v1alpha1.ReleasePayload{})
-	if err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	pw := &payloadWatch{latest: map[string]*v1alpha1.ReleasePayload{}, accepted: map[string]time.Time{}, changed: make(chan struct{}, 1), cancel: cancel}
+	pw := &payloadWatch{latest: map[string]*v1alpha1.ReleasePayload{}, accepted: map[string]time.Time{}, changed: make(chan struct{}, 1)}
 	observe := func(obj any) {
 		p, ok := obj.(*v1alpha1.ReleasePayload)
 		if !ok {
@@ -400,18 +388,7 @@ func watchPayloads(b *testing.B, env *testenv.Env) *payloadWatch {
 		default:
 		}
 	}
-	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    observe,
-		UpdateFunc: func(_, obj any) { observe(obj) },
-	}); err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		cancel()
-		b.Fatal("payload informer did not sync")
-	}
+	pw.cancel = watch(b, env.Config, cache.Options{Scheme: env.Client.Scheme(), DefaultNamespaces: map[string]cache.Config{payloadNamespace: {}}}, &v1alpha1.ReleasePayload{}, observe, "payload")
 	return pw
 }
 

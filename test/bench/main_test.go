@@ -37,7 +37,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/release-controller/release-controller/internal/testbinary"
@@ -328,4 +331,34 @@ func benchLine(name string, fields ...any) {
 		fmt.Fprintf(&buf, " %v=%v", fields[i], fields[i+1])
 	}
 	fmt.Println(buf.String())
+}
+
+// watch starts an informer for obj's kind with opts and calls observe on every add and update,
+// until the returned cancel; it fails b unless the informer syncs.
+func watch(b *testing.B, cfg *rest.Config, opts cache.Options, obj client.Object, observe func(any), what string) context.CancelFunc {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := cache.New(cfg, opts)
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	informer, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+	}); err != nil {
+		cancel()
+		b.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		cancel()
+		b.Fatalf("the %s informer did not sync", what)
+	}
+	return cancel
 }

@@ -16,7 +16,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -347,22 +346,11 @@ type imageWatch struct {
 
 func watchImages(b *testing.B, env *testenv.Env, tag string) *imageWatch {
 	b.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	namespaces := map[string]cache.Config{}
 	for t := range benchTargets {
 		namespaces[targetNamespace(t)] = cache.Config{}
 	}
-	c, err := cache.New(env.Config, cache.Options{Scheme: env.Client.Scheme(), DefaultNamespaces: namespaces})
-	if err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	informer, err := c.GetInformer(ctx, &appsv1.Deployment{})
-	if err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	w := &imageWatch{tag: tag, seen: map[client.ObjectKey]time.Time{}, changed: make(chan struct{}, 1), cancel: cancel}
+	w := &imageWatch{tag: tag, seen: map[client.ObjectKey]time.Time{}, changed: make(chan struct{}, 1)}
 	observe := func(obj any) {
 		d, ok := obj.(*appsv1.Deployment)
 		if !ok || len(d.Spec.Template.Spec.Containers) == 0 || !strings.HasSuffix(d.Spec.Template.Spec.Containers[0].Image, ":"+tag) {
@@ -379,18 +367,7 @@ func watchImages(b *testing.B, env *testenv.Env, tag string) *imageWatch {
 		default:
 		}
 	}
-	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    observe,
-		UpdateFunc: func(_, obj any) { observe(obj) },
-	}); err != nil {
-		cancel()
-		b.Fatal(err)
-	}
-	go func() { _ = c.Start(ctx) }()
-	if !c.WaitForCacheSync(ctx) {
-		cancel()
-		b.Fatal("deployment informer did not sync")
-	}
+	w.cancel = watch(b, env.Config, cache.Options{Scheme: env.Client.Scheme(), DefaultNamespaces: namespaces}, &appsv1.Deployment{}, observe, "deployment")
 	return w
 }
 
