@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -226,6 +227,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, grace time.Duration)
 	// Shutdown does not wait for them.
 	base, stopStreams := context.WithCancel(context.Background())
 	defer stopStreams()
+	unused := newUnusedConns()
 	tlsOn := s.certs != nil
 	protocols := new(http.Protocols)
 	protocols.SetHTTP1(true)
@@ -242,6 +244,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, grace time.Duration)
 		IdleTimeout:       s.opts.IdleTimeout,
 		MaxHeaderBytes:    s.opts.MaxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return base },
+		ConnState:         unused.track,
 		// No WriteTimeout: server-sent events and streamed pages write for as long as they
 		// run; they end with their client, or at shutdown.
 	}
@@ -265,6 +268,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, grace time.Duration)
 	case <-ctx.Done():
 	}
 	stopStreams()
+	// Shutdown closes idle connections but waits 5 s for one on which no request has
+	// arrived yet (a client's speculative dial); it carries nothing, so close it now.
+	srv.RegisterOnShutdown(unused.closeAll)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
@@ -274,6 +280,35 @@ func (s *Server) Serve(ctx context.Context, l net.Listener, grace time.Duration)
 		return err
 	}
 	return nil
+}
+
+// unusedConns are the connections on which no request has arrived yet.
+type unusedConns struct {
+	mu    sync.Mutex
+	conns map[net.Conn]struct{}
+}
+
+func newUnusedConns() *unusedConns {
+	return &unusedConns{conns: map[net.Conn]struct{}{}}
+}
+
+func (u *unusedConns) track(c net.Conn, state http.ConnState) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if state == http.StateNew {
+		u.conns[c] = struct{}{}
+		return
+	}
+	delete(u.conns, c)
+}
+
+func (u *unusedConns) closeAll() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for c := range u.conns {
+		_ = c.Close()
+		delete(u.conns, c)
+	}
 }
 
 // withSecurityHeaders sets the security headers on every response, the mux's own 404 and

@@ -101,3 +101,34 @@ func TestShutdownEndsStreams(t *testing.T) {
 		t.Errorf("shutdown with an open stream: %v", err)
 	}
 }
+
+// A client may dial a connection it never uses (net/http's transport races a dial against
+// a connection coming free). Shutdown must not wait for it: net/http keeps such a
+// connection for 5 s, longer than this grace, so the old server failed here.
+func TestShutdownClosesConnectionsWithoutRequests(t *testing.T) {
+	s := New()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, l, 4*time.Second) }()
+
+	unused, err := net.Dial("tcp", l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unused.Close()
+	// A request on another connection: the server is serving, and has accepted the first.
+	if code, _ := get(t, http.DefaultClient, "http://"+l.Addr().String()+"/healthz"); code != http.StatusOK {
+		t.Fatalf("GET /healthz = %d", code)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("shutdown with a connection that carried no request: %v", err)
+	}
+	if _, err := unused.Read(make([]byte, 1)); err == nil {
+		t.Error("the unused connection is still open after shutdown")
+	}
+}
