@@ -6,6 +6,16 @@ const (
 	ConditionPayloadFailed   = "PayloadFailed"
 	ConditionPayloadAccepted = "PayloadAccepted"
 	ConditionPayloadRejected = "PayloadRejected"
+
+	// ConditionPayloadAudited is True when the accepted payload's image, read back from the
+	// registry, matched the payload; False names the check that failed.
+	ConditionPayloadAudited = "PayloadAudited"
+	// ConditionPayloadSigned is True when a signature of the payload's digest by the current
+	// signing key is stored (the message names the key id); False says why not.
+	ConditionPayloadSigned = "PayloadSigned"
+	// ConditionPayloadIssuesVerified is True when the Jira issues of the payload's changelog
+	// were moved to the stream's target status; False says which could not be.
+	ConditionPayloadIssuesVerified = "PayloadIssuesVerified"
 )
 
 // Condition reasons of a ReleasePayload.
@@ -30,6 +40,28 @@ const (
 	ReasonBlockingJobFailed      = "BlockingJobFailed"
 	ReasonPayloadAccepted        = "PayloadAccepted"
 	ReasonPayloadRejected        = "PayloadRejected"
+
+	// PayloadAudited
+	ReasonAuditPassed = "AuditPassed"
+	ReasonAuditFailed = "AuditFailed"
+	// ReasonAuditError: the audit could not run (registry unreachable); it is retried.
+	ReasonAuditError = "AuditError"
+
+	// PayloadSigned
+	ReasonSigned = "Signed"
+	// ReasonNotSignedAuditFailed: a payload that failed its audit is never signed.
+	ReasonNotSignedAuditFailed = "AuditFailed"
+	// ReasonNoSigningKey: the controller has no usable key; nothing is signed.
+	ReasonNoSigningKey = "NoSigningKey"
+	// ReasonSignatureStoreError: the signature store could not be written; it is retried.
+	ReasonSignatureStoreError = "SignatureStoreError"
+
+	// PayloadIssuesVerified
+	ReasonIssuesVerified       = "IssuesVerified"
+	ReasonNoIssues             = "NoIssues"
+	ReasonIssuesNotVerified    = "IssuesNotVerified"
+	ReasonJiraMisconfigured    = "JiraMisconfigured"
+	ReasonChangeLogUnavailable = "ChangeLogUnavailable"
 )
 
 // Condition types of a ReleaseStream. internal/stream/status.go sets them, each from what one

@@ -250,7 +250,10 @@ type ReleasePayloadStatus struct {
 	// +optional
 	Phase PayloadPhase `json:"phase,omitempty"`
 
-	// Conditions PayloadCreated, PayloadFailed, PayloadAccepted and PayloadRejected.
+	// Conditions PayloadCreated, PayloadFailed, PayloadAccepted and PayloadRejected (the
+	// payload controller's); PayloadAudited and PayloadSigned (the audit controller's, on
+	// accepted payloads); PayloadIssuesVerified (the Jira controller's, when the stream
+	// configures Jira).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -116,6 +116,41 @@ type ReleaseStreamSpec struct {
 	// Retention says what garbage collection keeps.
 	// +optional
 	Retention Retention `json:"retention,omitempty"`
+
+	// Jira, when set, moves the Jira issues named in an accepted payload's changelog (since
+	// the previous accepted payload) to a target status, with a comment linking the payload.
+	// +optional
+	Jira *JiraConfig `json:"jira,omitempty"`
+}
+
+// JiraConfig says which Jira issues an accepted payload verifies, and how to reach Jira.
+type JiraConfig struct {
+	// URL of the Jira server, e.g. https://issues.example.com.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && (url(self).getScheme() == 'https' || url(self).getScheme() == 'http')",message="url must be an http or https URL"
+	URL string `json:"url"`
+
+	// Projects are the project keys whose issues are considered (e.g. OCPBUGS); issue keys of
+	// other projects in the changelog are left alone.
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[A-Z][A-Z0-9_]{1,63}$')",message="project keys are upper case, e.g. OCPBUGS"
+	Projects []string `json:"projects"`
+
+	// TargetStatus is the status the issues are moved to.
+	// +kubebuilder:default=VERIFIED
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	TargetStatus string `json:"targetStatus,omitempty"`
+
+	// TokenSecret names a Secret in the stream's namespace whose key "token" is a Jira
+	// personal access token (sent as a bearer token), or, with the key "email" too, a Jira
+	// Cloud API token (sent with the email as basic authentication).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	TokenSecret string `json:"tokenSecret"`
 }
 
 // ComponentStatus is what the import found for one component.
