@@ -43,12 +43,12 @@ func Info(ctx context.Context, pullSpec string, remoteOptions ...remote.Option) 
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", pullSpec, explainRead(err, ref.Context().RegistryStr()))
 	}
-	return inspect(img, pullSpec, ref.Context())
+	return Inspect(img, pullSpec, ref.Context())
 }
 
-// inspect reads what img, pulled as pullSpec from repo, says about its release: everything
+// Inspect reads what img, pulled as pullSpec from repo, says about its release: everything
 // in it is outside input, checked before it is believed.
-func inspect(img v1.Image, pullSpec string, repo name.Repository) (*PayloadInfo, error) {
+func Inspect(img v1.Image, pullSpec string, repo name.Repository) (*PayloadInfo, error) {
 	digest, err := img.Digest()
 	if err != nil {
 		return nil, err

@@ -53,7 +53,7 @@ func inspectLayer(t *testing.T, layer []byte, release string) (*PayloadInfo, err
 	if err != nil {
 		t.Fatal(err)
 	}
-	return inspect(img, "registry.example.com/product/release:fuzz", fuzzRepo)
+	return Inspect(img, "registry.example.com/product/release:fuzz", fuzzRepo)
 }
 
 // checkInfo checks what inspect says of an image it accepted: the two files' kinds, the
@@ -84,7 +84,7 @@ func checkInfo(t *testing.T, info *PayloadInfo, err error) {
 		}
 		return
 	}
-	again, err := inspect(img, "registry.example.com/product/release:fuzz", fuzzRepo)
+	again, err := Inspect(img, "registry.example.com/product/release:fuzz", fuzzRepo)
 	if err != nil {
 		t.Fatalf("the accepted files, written again, are refused: %v", err)
 	}

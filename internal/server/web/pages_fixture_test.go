@@ -130,7 +130,9 @@ func fixturePayloads() []*v1alpha1.ReleasePayload {
 	p2 := newPayload("demo", "nightly", tag2, v1alpha1.PhaseAccepted, "2026-11-21T15:00:00Z")
 	succeeded(p2, collected)
 	p2.Spec.PayloadOverride = &v1alpha1.PayloadOverride{Override: v1alpha1.OverrideAccepted, Reason: "e2e flaked on a known <infra> issue"}
-	p2.Status.Conditions = append(p2.Status.Conditions, cond(v1alpha1.ConditionPayloadAccepted, metav1.ConditionTrue, v1alpha1.ReasonManualOverride, "accepted by hand", "2026-11-21T16:00:00Z"))
+	p2.Status.Conditions = append(p2.Status.Conditions, cond(v1alpha1.ConditionPayloadAccepted, metav1.ConditionTrue, v1alpha1.ReasonManualOverride, "accepted by hand", "2026-11-21T16:00:00Z"),
+		cond(v1alpha1.ConditionPayloadAudited, metav1.ConditionFalse, v1alpha1.ReasonAuditFailed, "check tag-digest failed: the tag was <re-tagged>", "2026-11-21T16:01:00Z"),
+		cond(v1alpha1.ConditionPayloadSigned, metav1.ConditionFalse, v1alpha1.ReasonNotSignedAuditFailed, "not signed: the payload failed its audit", "2026-11-21T16:01:00Z"))
 
 	p3 := newPayload("demo", "nightly", tag3, v1alpha1.PhaseRejected, "2026-11-22T09:00:00Z")
 	p3.Status.Verifications = []v1alpha1.VerificationStatus{
@@ -145,7 +147,9 @@ func fixturePayloads() []*v1alpha1.ReleasePayload {
 	p4 := newPayload("demo", "nightly", tag4, v1alpha1.PhaseAccepted, "2026-11-22T12:00:00Z")
 	succeeded(p4, tag2)
 	p4.Annotations = map[string]string{v1alpha1.AnnotationKeep: "true"}
-	p4.Status.Conditions = append(p4.Status.Conditions, cond(v1alpha1.ConditionPayloadAccepted, metav1.ConditionTrue, v1alpha1.ReasonBlockingJobsSucceeded, "all blocking jobs succeeded", "2026-11-22T13:00:00Z"))
+	p4.Status.Conditions = append(p4.Status.Conditions, cond(v1alpha1.ConditionPayloadAccepted, metav1.ConditionTrue, v1alpha1.ReasonBlockingJobsSucceeded, "all blocking jobs succeeded", "2026-11-22T13:00:00Z"),
+		cond(v1alpha1.ConditionPayloadAudited, metav1.ConditionTrue, v1alpha1.ReasonAuditPassed, "6 checks passed", "2026-11-22T13:00:01Z"),
+		cond(v1alpha1.ConditionPayloadSigned, metav1.ConditionTrue, v1alpha1.ReasonSigned, "signed by 0123456789ABCDEF (signature-1)", "2026-11-22T13:00:01Z"))
 
 	p5 := newPayload("demo", "nightly", tag5, v1alpha1.PhaseReady, "2026-11-22T15:00:00Z")
 	up := run("150000-upgrade-1", 1, v1alpha1.JobPending, "2026-11-22T15:10:00Z", "")

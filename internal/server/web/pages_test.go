@@ -287,6 +287,9 @@ func TestReleasePage(t *testing.T) {
 		// Conditions and the creation job.
 		`<tr><th scope="row">PayloadAccepted</th><td class="status-True">True</td><td>BlockingJobsSucceeded</td><td class="message">all blocking jobs succeeded</td>`,
 		`Creation job: <span class="creation-success">Success</span> (<code>demo/create-120000</code>)`,
+		// Audited and signed.
+		`<tr><th scope="row">PayloadSigned</th><td class="status-True">True</td><td>Signed</td><td class="message">signed by 0123456789ABCDEF (signature-1)</td>`,
+		`<p class="signed">The payload is signed by 0123456789ABCDEF (signature-1): check it with <code>release-controller payload verify</code> and the <a href="/signatures/pubkey.asc">public key</a>.</p>`,
 		// Components by digest.
 		`<tr><th scope="row">api</th><td><code>registry.example.com/ocp/api</code></td><td><code class="digest" title="sha256:` + sha('a') + `">`,
 		`<code>registry.example.com/ocp/api:latest</code>`,
@@ -354,7 +357,11 @@ func TestReleasePage(t *testing.T) {
 		},
 		{
 			name: "a manually accepted payload", path: releaseURL("demo", "nightly", tag2), code: 200,
-			want: []string{`<div class="banner override" role="note"><strong>Manual override: Accepted.</strong> e2e flaked on a known &lt;infra&gt; issue</div>`},
+			want: []string{
+				`<div class="banner override" role="note"><strong>Manual override: Accepted.</strong> e2e flaked on a known &lt;infra&gt; issue</div>`,
+				`<div class="banner failure" role="alert"><strong>The payload failed its audit and is not signed.</strong> check tag-digest failed: the tag was &lt;re-tagged&gt;</div>`,
+			},
+			dontWant: []string{`<p class="signed">`},
 		},
 		{
 			name: "a failed payload stops at why", path: releaseURL("demo", "nightly", tag1), code: 200,

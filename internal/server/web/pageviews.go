@@ -455,12 +455,15 @@ type statusPart struct {
 	TagPullSpec, Download string
 	Created               stamp
 	Conditions            []conditionRow
-	Creation              creationView
-	Failed                bool
-	FailureMessage        string
-	Blocking, Informing   []verificationView
-	UpgradesFrom          []upgradeView
-	UpgradesTo            []upgradeView
+	// Signed is the PayloadSigned message of a signed payload ("signed by <key id> ...");
+	// AuditFailure the PayloadAudited message of a payload that failed its audit.
+	Signed, AuditFailure string
+	Creation             creationView
+	Failed               bool
+	FailureMessage       string
+	Blocking, Informing  []verificationView
+	UpgradesFrom         []upgradeView
+	UpgradesTo           []upgradeView
 }
 
 type conditionRow struct {
@@ -544,10 +547,16 @@ func (p *site) renderStatus(s *catalog.Stream, e catalog.Entry, now time.Time) (
 	if p.opts.ArtifactsURL != "" && st.ByDigest {
 		st.Download = p.opts.ArtifactsURL + "/" + e.Tag()
 	}
-	for _, t := range []string{v1alpha1.ConditionPayloadCreated, v1alpha1.ConditionPayloadAccepted, v1alpha1.ConditionPayloadRejected, v1alpha1.ConditionPayloadFailed} {
+	for _, t := range payloadConditionTypes {
 		if c := meta.FindStatusCondition(pl.Status.Conditions, t); c != nil {
 			st.Conditions = append(st.Conditions, conditionRow{Type: c.Type, Status: string(c.Status), Reason: c.Reason, Message: c.Message, Changed: stampOf(now, c.LastTransitionTime.Time)})
 		}
+	}
+	if c := meta.FindStatusCondition(pl.Status.Conditions, v1alpha1.ConditionPayloadSigned); c != nil && c.Status == metav1.ConditionTrue {
+		st.Signed = c.Message
+	}
+	if c := meta.FindStatusCondition(pl.Status.Conditions, v1alpha1.ConditionPayloadAudited); c != nil && c.Reason == v1alpha1.ReasonAuditFailed {
+		st.AuditFailure = c.Message
 	}
 	cr := pl.Status.ReleaseCreationJobResult
 	st.Creation = creationView{Status: string(cr.Status), Message: cr.Message}
@@ -574,6 +583,12 @@ func (p *site) renderStatus(s *catalog.Stream, e catalog.Entry, now time.Time) (
 		}
 	}
 	return part("release-status", st)
+}
+
+// payloadConditionTypes are the payload conditions a page shows, in this order.
+var payloadConditionTypes = []string{
+	v1alpha1.ConditionPayloadCreated, v1alpha1.ConditionPayloadAccepted, v1alpha1.ConditionPayloadRejected, v1alpha1.ConditionPayloadFailed,
+	v1alpha1.ConditionPayloadAudited, v1alpha1.ConditionPayloadSigned, v1alpha1.ConditionPayloadIssuesVerified,
 }
 
 // failureMessage says why a payload failed: the PayloadFailed condition's message, else
