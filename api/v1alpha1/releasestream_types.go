@@ -135,7 +135,8 @@ type JiraConfig struct {
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
-	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[A-Z][A-Z0-9_]{1,63}$')",message="project keys are upper case, e.g. OCPBUGS"
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:Pattern=`^[A-Z][A-Z0-9_]{1,63}$`
 	Projects []string `json:"projects"`
 
 	// TargetStatus is the status the issues are moved to.

@@ -299,6 +299,16 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			s.Spec.Retention.RejectedMaxAge = &metav1.Duration{Duration: -time.Hour}
 		},
 			"rejectedMaxAge must be a non-negative duration"},
+		{"jira URL that is no URL", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.URL = "issues" },
+			"url must be an http or https URL"},
+		{"jira URL of another scheme", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.URL = "ftp://issues.example.com" },
+			"url must be an http or https URL"},
+		{"jira project in lower case", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.Projects = []string{"ocpbugs"} },
+			"spec.jira.projects[0] in body should match"},
+		{"jira without projects", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.Projects = nil },
+			"spec.jira.projects: Required value"},
+		{"jira without token", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.TokenSecret = "" },
+			"spec.jira.tokenSecret"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -306,6 +316,21 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			tt.mutate(s)
 			expectRejected(t, env.Client.Create(context.Background(), s), tt.want)
 		})
+	}
+}
+
+func validJira() *v1alpha1.JiraConfig {
+	return &v1alpha1.JiraConfig{URL: "https://issues.example.com", Projects: []string{"OCPBUGS"}, TokenSecret: "jira-token"}
+}
+
+func TestJiraConfigDefaults(t *testing.T) {
+	s := validStream(env.Namespace(t))
+	s.Spec.Jira = validJira()
+	if err := env.Client.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Spec.Jira.TargetStatus; got != "VERIFIED" {
+		t.Errorf("targetStatus defaulted to %q, want VERIFIED", got)
 	}
 }
 
