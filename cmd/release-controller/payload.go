@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -23,6 +24,8 @@ import (
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/signing"
+	"github.com/release-controller/release-controller/internal/signing/sigstore"
 )
 
 // maxPrevious is how many earlier accepted releases a payload lists as upgrade sources.
@@ -33,7 +36,7 @@ func newPayloadCommand() *cobra.Command {
 		Use:   "payload",
 		Short: "Build and inspect release payload images",
 	}
-	cmd.AddCommand(newPayloadBuildCommand(), newPayloadInfoCommand(), newPayloadChangeLogCommand())
+	cmd.AddCommand(newPayloadBuildCommand(), newPayloadInfoCommand(), newPayloadChangeLogCommand(), newPayloadVerifyCommand())
 	return cmd
 }
 
@@ -266,5 +269,56 @@ prints the OpenShift release-controller's ChangeLog JSON.`,
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "markdown", "output format: markdown or json")
 	clFlags.addCacheFlags(cmd.Flags(), userCacheDir())
+	return cmd
+}
+
+func newPayloadVerifyCommand() *cobra.Command {
+	var keyFile, storeURL string
+	cmd := &cobra.Command{
+		Use:   "verify PULLSPEC --key FILE --store URL",
+		Short: "Check that a payload image is signed by a trusted key",
+		Long: `Check the simple signing signatures of a payload image: PULLSPEC (by tag, resolved through
+the registry, or by digest) is verified when at least one signature of its manifest digest in
+--store was made by a key of --key (ASCII-armored public keys) and names that digest and
+PULLSPEC's repository. --store is a signature store URL (file:///path, s3://, gs://,
+azblob://) or the base URL of a signatures server (http://127.0.0.1:8080/signatures). The error
+says why each signature does not count.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			armored, err := os.ReadFile(keyFile)
+			if err != nil {
+				return fmt.Errorf("reading --key: %w", err)
+			}
+			keyring, err := signing.ParsePublicKeys(armored)
+			if err != nil {
+				return fmt.Errorf("--key %s: %w", keyFile, err)
+			}
+			if keyring.Len() == 0 {
+				return fmt.Errorf("--key %s holds no public key", keyFile)
+			}
+			ctx := cmd.Context()
+			source, err := sigstore.OpenSource(ctx, storeURL)
+			if err != nil {
+				return err
+			}
+			defer source.Close()
+			res, err := signing.VerifyPayload(ctx, args[0], signing.VerifyPayloadOptions{
+				Keyring:    keyring,
+				Signatures: source,
+				Registry:   registryclient.New(),
+			})
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "verified: %s signed by %s (%d of %d signatures valid)\n",
+				res.Image, res.KeyID, res.Valid, res.Total)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&keyFile, "key", "", "file of ASCII-armored public keys to trust")
+	f.StringVar(&storeURL, "store", "", "signature store URL or signatures server base URL")
+	_ = cmd.MarkFlagRequired("key")
+	_ = cmd.MarkFlagRequired("store")
 	return cmd
 }
