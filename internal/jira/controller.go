@@ -1,0 +1,522 @@
+package jira
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/changelog"
+	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/eventlog"
+	"github.com/release-controller/release-controller/internal/jobcontract"
+)
+
+// Secret keys of a stream's spec.jira.tokenSecret.
+const (
+	// SecretKeyToken holds a personal access token, or with SecretKeyEmail a Jira Cloud API token.
+	SecretKeyToken = "token"
+	// SecretKeyEmail, optional, is the Jira Cloud account the API token belongs to.
+	SecretKeyEmail = "email"
+)
+
+// DefaultTargetStatus is the status issues are moved to when the stream names none.
+const DefaultTargetStatus = "VERIFIED"
+
+// IndexAcceptedByStream indexes the accepted payloads by their stream's name; payloads that
+// are not accepted are not in it. It is smaller than the stream controller's index of every
+// payload, and answers the one question asked here: which accepted payload came before.
+const IndexAcceptedByStream = "jira.release-controller.dev/accepted-by-stream"
+
+// Defaults of the controller's retries of a payload whose issues could not all be verified
+// for a reason that may go away (Jira unavailable, a changelog not computed, a missing Secret).
+const (
+	DefaultRetryBase = 10 * time.Second
+	DefaultRetryMax  = 10 * time.Minute
+	// DefaultWorkers is how many payloads are handled at once; the Jira rate limit is shared.
+	DefaultWorkers = 2
+	// DefaultMaxAge: payloads accepted more than a day before are left alone.
+	DefaultMaxAge = 24 * time.Hour
+)
+
+// conflictRetry is how soon a payload whose status write met a newer version is handled
+// again; the issues are not touched twice (Plan reads Jira's state first).
+const conflictRetry = 100 * time.Millisecond
+
+// ClientFactory returns the Jira client of a stream's spec.jira, with the credentials read
+// from its token Secret.
+type ClientFactory func(stream *v1alpha1.ReleaseStream, auth Auth) (*Client, error)
+
+// NewClientFactory returns a ClientFactory whose clients are made with opts and kept: one per
+// Jira URL and credential, and one rate limit per Jira URL, shared by every stream using it.
+func NewClientFactory(opts ...Option) ClientFactory {
+	type entry struct {
+		credential [32]byte
+		client     *Client
+	}
+	var (
+		mu      sync.Mutex
+		clients = map[string]entry{}
+	)
+	return func(stream *v1alpha1.ReleaseStream, auth Auth) (*Client, error) {
+		if stream.Spec.Jira == nil {
+			return nil, fmt.Errorf("stream %s/%s has no spec.jira", stream.Namespace, stream.Name)
+		}
+		credential := sha256.Sum256([]byte(auth.Email + "\x00" + auth.Token))
+		mu.Lock()
+		defer mu.Unlock()
+		c, err := New(stream.Spec.Jira.URL, auth, opts...)
+		if err != nil {
+			return nil, err
+		}
+		base := c.BaseURL()
+		if e, ok := clients[base]; ok {
+			if e.credential == credential {
+				return e.client, nil
+			}
+			c.limiter = e.client.limiter // a new credential of the same server: same budget
+		}
+		clients[base] = entry{credential: credential, client: c}
+		return c, nil
+	}
+}
+
+// PayloadPageURL returns a PayloadURL linking to the payload's page on the server at base
+// (e.g. https://release.example.com): /namespaces/{namespace}/releasestream/{stream}/release/{tag}.
+func PayloadPageURL(base string) func(*v1alpha1.ReleasePayload) string {
+	base = strings.TrimSuffix(base, "/")
+	return func(p *v1alpha1.ReleasePayload) string {
+		return base + "/namespaces/" + url.PathEscape(p.Namespace) + "/releasestream/" +
+			url.PathEscape(p.Spec.PayloadCoordinates.Stream) + "/release/" + url.PathEscape(p.Name)
+	}
+}
+
+// Reconciler moves the Jira issues fixed by each accepted payload of a stream with spec.jira
+// to the stream's target status, with a comment linking the payload, and records the outcome
+// in the payload's PayloadIssuesVerified condition.
+type Reconciler struct {
+	client.Client
+	// APIReader reads the token Secrets: the manager caches only Secrets' metadata, so that
+	// no Secret's data is kept in memory; nil: the manager's.
+	APIReader client.Reader
+	// ChangeLogs computes the changelog from the previous accepted payload; its commits name
+	// the issues.
+	ChangeLogs changelog.PayloadChangeLogs
+	// PayloadURL is the link put in the comments (see PayloadPageURL): a comment holding it is
+	// how an issue is known to be done for the payload. Nil: payloads of streams with Jira
+	// get JiraMisconfigured, saying the controller has no web URL.
+	PayloadURL func(*v1alpha1.ReleasePayload) string
+	// MaxAge skips payloads accepted longer ago than this (zero: DefaultMaxAge), so that
+	// configuring Jira on a stream does not comment on the issues of its whole history.
+	MaxAge time.Duration
+	// Clients makes the Jira clients; nil: NewClientFactory(ClientOptions...).
+	Clients ClientFactory
+	// ClientOptions configure the clients of the default factory (rate limit, retries).
+	ClientOptions []Option
+	// RetryBase and RetryMax space the retries of payloads that failed for a reason that may
+	// go away, doubling per failure; zero: DefaultRetryBase and DefaultRetryMax.
+	RetryBase, RetryMax time.Duration
+	// Workers is how many payloads are handled at once; zero: DefaultWorkers.
+	Workers int
+	Clock   clock.PassiveClock
+	// Events records the payloads' Events; nil: the manager's recorder.
+	Events events.EventRecorder
+
+	report eventlog.Recorder
+}
+
+// The controller reads payloads and streams from the manager's cache, watches the metadata of
+// Secrets and reads the streams' token Secrets directly, and patches the payloads' status.
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads;releasestreams,verbs=list;watch
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile verifies the issues of an accepted payload whose PayloadIssuesVerified is not
+// True yet, and writes the condition once. A returned error brings the payload back with
+// the controller's backoff.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var p v1alpha1.ReleasePayload
+	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pending(&p) || acceptedBefore(&p, r.Clock.Now().Add(-r.MaxAge)) {
+		return ctrl.Result{}, nil
+	}
+	var s v1alpha1.ReleaseStream
+	if err := r.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.PayloadCoordinates.Stream}, &s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if s.Spec.Jira == nil {
+		return ctrl.Result{}, nil
+	}
+	cond, retry := r.verify(ctx, &p, &s)
+	cond.Type = v1alpha1.ConditionPayloadIssuesVerified
+	cond.ObservedGeneration = p.Generation
+	cond.LastTransitionTime = metav1.NewTime(r.Clock.Now())
+	old := p.DeepCopy()
+	if !conditions.Set(&p.Status.Conditions, cond) {
+		return ctrl.Result{}, retry
+	}
+	// The optimistic lock keeps a write based on a stale cache from dropping another
+	// controller's condition (the merge patch replaces the whole list).
+	patch := client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})
+	if err := r.Status().Patch(ctx, &p, patch); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return ctrl.Result{}, nil
+		case apierrors.IsConflict(err):
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		r.report.Fail(ctx, &p, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the Jira verification status", err)
+		return ctrl.Result{}, fmt.Errorf("writing the Jira verification status of payload %s: %w", req, err)
+	}
+	if cond.Status == metav1.ConditionTrue {
+		r.report.Eventf(ctx, &p, nil, cond.Reason, "VerifyIssues", "%s", cond.Message)
+	}
+	return ctrl.Result{}, retry
+}
+
+// acceptedBefore reports whether the payload was accepted before t.
+func acceptedBefore(p *v1alpha1.ReleasePayload, t time.Time) bool {
+	c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionPayloadAccepted)
+	return c != nil && c.LastTransitionTime.Time.Before(t)
+}
+
+// pending reports whether the payload is accepted and its issues are not verified yet.
+func pending(p *v1alpha1.ReleasePayload) bool {
+	return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadAccepted) &&
+		!meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadIssuesVerified)
+}
+
+// verify does the work and returns the condition to set, and an error when the payload is to
+// be tried again later.
+func (r *Reconciler) verify(ctx context.Context, p *v1alpha1.ReleasePayload, s *v1alpha1.ReleaseStream) (metav1.Condition, error) {
+	cfg := s.Spec.Jira
+	target := cfg.TargetStatus
+	if target == "" {
+		target = DefaultTargetStatus
+	}
+	prev, err := r.previousAccepted(ctx, p)
+	if err != nil {
+		r.report.Fail(ctx, p, v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "finding the previous accepted payload", err)
+		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "finding the previous accepted payload: %v", err), err
+	}
+	if prev == nil {
+		return condition(true, v1alpha1.ReasonNoIssues, "the first accepted payload of stream %s: there is no earlier accepted payload to compute a changelog from", s.Name), nil
+	}
+	cl, err := r.ChangeLogs.ChangeLog(ctx, prev, p)
+	if err != nil {
+		r.report.Fail(ctx, p, v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "computing the changelog from "+prev.Name, err)
+		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "computing the changelog from %s: %v", prev.Name, err), err
+	}
+	all, broken := Issues(cl)
+	keys := FilterKeys(all, cfg.Projects)
+	var incomplete error
+	if len(broken) > 0 {
+		// The issues found are verified anyway; the payload comes back for the rest.
+		incomplete = fmt.Errorf("the changelog from %s is incomplete: %s", prev.Name, strings.Join(broken, "; "))
+		r.report.Fail(ctx, p, v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "computing the changelog", incomplete)
+	}
+	if len(keys) == 0 {
+		if incomplete != nil {
+			return condition(false, v1alpha1.ReasonChangeLogUnavailable, "%v", incomplete), incomplete
+		}
+		return condition(true, v1alpha1.ReasonNoIssues, "no issues of %s in the changelog from %s", strings.Join(cfg.Projects, ", "), prev.Name), nil
+	}
+	auth, err := r.auth(ctx, s)
+	if err == nil && r.PayloadURL == nil {
+		err = fmt.Errorf("the controller has no --web-url to link the payload's page from the issues")
+	}
+	var jc *Client
+	if err == nil {
+		jc, err = r.Clients(s, auth)
+	}
+	if err != nil {
+		r.report.Fail(ctx, p, v1alpha1.ReasonJiraMisconfigured, "VerifyIssues", "reaching Jira", err)
+		return condition(false, v1alpha1.ReasonJiraMisconfigured, "%d issues not verified: %v", len(keys), err), err
+	}
+	res := VerifyIssues(ctx, jc, keys, target, p.Name, r.PayloadURL(p))
+	failures := res.Failures()
+	for i, f := range failures {
+		if i == maxIssueEvents {
+			r.report.Warningf(ctx, p, nil, v1alpha1.ReasonIssuesNotVerified, "VerifyIssues", "%d more issues not moved to %s", len(failures)-i, target)
+			break
+		}
+		r.report.Warningf(ctx, p, nil, v1alpha1.ReasonIssuesNotVerified, "VerifyIssues", "%s not moved to %s: %v", f.Key, target, f.Err)
+	}
+	summary := Summary(res, target)
+	switch {
+	case len(failures) > 0:
+		var retry error
+		if res.Transient() {
+			retry = fmt.Errorf("%d issues not moved to %s for a reason that may go away", len(failures), target)
+		}
+		if incomplete != nil {
+			summary += "; " + incomplete.Error()
+			retry = incomplete
+		}
+		reason := v1alpha1.ReasonIssuesNotVerified
+		if !slices.ContainsFunc(failures, func(o Outcome) bool { return !IsUnauthorized(o.Err) }) {
+			reason = v1alpha1.ReasonJiraMisconfigured // Jira refused the credentials
+		}
+		return condition(false, reason, "%s", summary), retry
+	case incomplete != nil:
+		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "%v; %s", incomplete, summary), incomplete
+	}
+	return condition(true, v1alpha1.ReasonIssuesVerified, "%s", summary), nil
+}
+
+// maxIssueEvents bounds the Events of one reconcile's failed issues.
+const maxIssueEvents = 10
+
+func condition(ok bool, reason, format string, args ...any) metav1.Condition {
+	status := metav1.ConditionFalse
+	if ok {
+		status = metav1.ConditionTrue
+	}
+	return metav1.Condition{Status: status, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Summary says what became of the issues: "moved 3 issues to VERIFIED, A-3", then
+// those already there, then the failures with their reasons.
+func Summary(res Result, target string) string {
+	var parts []string
+	if keys := res.Keys(Verified); len(keys) > 0 {
+		parts = append(parts, fmt.Sprintf("moved %s to %s: %s", plural(len(keys), "issue"), target, strings.Join(keys, ", ")))
+	}
+	if keys := res.Keys(Already); len(keys) > 0 {
+		parts = append(parts, fmt.Sprintf("%s already %s: %s", plural(len(keys), "issue"), target, strings.Join(keys, ", ")))
+	}
+	if failures := res.Failures(); len(failures) > 0 {
+		var why []string
+		for _, f := range failures {
+			why = append(why, fmt.Sprintf("%s: %v", f.Key, f.Err))
+		}
+		parts = append(parts, fmt.Sprintf("%s not moved to %s: %s", plural(len(failures), "issue"), target, strings.Join(why, "; ")))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// Issues returns the issue keys of every commit of the changelog's new, updated and rebuilt
+// images, and the components whose commits could not be read ("name: error").
+func Issues(cl *changelog.ChangeLog) (keys, broken []string) {
+	for _, ics := range [][]changelog.ImageChange{cl.NewImages, cl.UpdatedImages, cl.RebuiltImages} {
+		for _, ic := range ics {
+			if ic.Error != "" {
+				broken = append(broken, ic.Name+": "+ic.Error)
+			}
+			for _, c := range ic.Commits {
+				keys = append(keys, c.Issues...)
+			}
+		}
+	}
+	return keys, broken
+}
+
+// previousAccepted is the accepted payload of the same stream with the highest version
+// below p's, nil when there is none.
+func (r *Reconciler) previousAccepted(ctx context.Context, p *v1alpha1.ReleasePayload) (*v1alpha1.ReleasePayload, error) {
+	var list v1alpha1.ReleasePayloadList
+	if err := r.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingFields{IndexAcceptedByStream: p.Spec.PayloadCoordinates.Stream}); err != nil {
+		return nil, fmt.Errorf("listing the accepted payloads of stream %s: %w", p.Spec.PayloadCoordinates.Stream, err)
+	}
+	byTag := map[string]*v1alpha1.ReleasePayload{}
+	tags := []string{p.Name}
+	for i := range list.Items {
+		if q := &list.Items[i]; q.Name != p.Name {
+			byTag[q.Name] = q
+			tags = append(tags, q.Name)
+		}
+	}
+	releases := jobcontract.Releases(tags) // newest first
+	i := slices.IndexFunc(releases, func(rel jobcontract.Release) bool { return rel.Tag == p.Name })
+	if i < 0 {
+		return nil, fmt.Errorf("the tag %s is not a semantic version", p.Name)
+	}
+	for _, rel := range releases[i+1:] {
+		if rel.Version.Equal(releases[i].Version) {
+			continue // the same version under another spelling is no earlier release
+		}
+		return byTag[rel.Tag], nil
+	}
+	return nil, nil
+}
+
+// auth reads the credentials from the stream's token Secret.
+func (r *Reconciler) auth(ctx context.Context, s *v1alpha1.ReleaseStream) (Auth, error) {
+	name := s.Spec.Jira.TokenSecret
+	var secret corev1.Secret
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return Auth{}, fmt.Errorf("the token Secret %s does not exist", name)
+		}
+		return Auth{}, fmt.Errorf("reading the token Secret %s: %w", name, err)
+	}
+	token := strings.TrimSpace(string(secret.Data[SecretKeyToken]))
+	if token == "" {
+		return Auth{}, fmt.Errorf("the token Secret %s has no key %q", name, SecretKeyToken)
+	}
+	if email := strings.TrimSpace(string(secret.Data[SecretKeyEmail])); email != "" {
+		return BasicAuth(email, token), nil
+	}
+	return BearerAuth(token), nil
+}
+
+// IndexAccepted registers IndexAcceptedByStream with the manager's cache.
+func IndexAccepted(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &v1alpha1.ReleasePayload{}, IndexAcceptedByStream, func(obj client.Object) []string {
+		p := obj.(*v1alpha1.ReleasePayload)
+		if meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadAccepted) {
+			return []string{p.Spec.PayloadCoordinates.Stream}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing accepted payloads by stream: %w", err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller, named "jira", and its index
+// (IndexAcceptedByStream); a nil Client is the manager's.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.ChangeLogs == nil {
+		return fmt.Errorf("the jira controller needs changelogs")
+	}
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.MaxAge <= 0 {
+		r.MaxAge = DefaultMaxAge
+	}
+	if r.Clients == nil {
+		r.Clients = NewClientFactory(r.ClientOptions...)
+	}
+	if r.RetryBase <= 0 {
+		r.RetryBase = DefaultRetryBase
+	}
+	if r.RetryMax <= 0 {
+		r.RetryMax = DefaultRetryMax
+	}
+	if r.Workers <= 0 {
+		r.Workers = DefaultWorkers
+	}
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Events == nil {
+		r.Events = mgr.GetEventRecorder(eventlog.Reporter)
+	}
+	r.report = eventlog.Recorder{Events: r.Events}
+	if err := IndexAccepted(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("jira").
+		For(&v1alpha1.ReleasePayload{}, builder.WithPredicates(newlyPending{})).
+		Watches(&v1alpha1.ReleaseStream{}, handler.EnqueueRequestsFromMapFunc(r.streamPayloads),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretPayloads)).
+		WithOptions(controller.Options{
+			MaxConcurrentReconciles: r.Workers,
+			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.RetryBase, r.RetryMax),
+		}).
+		Complete(r)
+}
+
+// streamPayloads are the pending payloads of a stream with spec.jira: a change of the stream
+// (Jira added, another URL, project or Secret) may let them through.
+func (r *Reconciler) streamPayloads(ctx context.Context, obj client.Object) []reconcile.Request {
+	s, ok := obj.(*v1alpha1.ReleaseStream)
+	if !ok || s.Spec.Jira == nil {
+		return nil
+	}
+	return r.pendingOf(ctx, s)
+}
+
+// secretPayloads are the pending payloads of the streams whose token Secret obj is.
+func (r *Reconciler) secretPayloads(ctx context.Context, obj client.Object) []reconcile.Request {
+	var streams v1alpha1.ReleaseStreamList
+	if err := r.List(ctx, &streams, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing streams for a Secret", "secret", obj.GetNamespace()+"/"+obj.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range streams.Items {
+		if s := &streams.Items[i]; s.Spec.Jira != nil && s.Spec.Jira.TokenSecret == obj.GetName() {
+			reqs = append(reqs, r.pendingOf(ctx, s)...)
+		}
+	}
+	return reqs
+}
+
+func (r *Reconciler) pendingOf(ctx context.Context, s *v1alpha1.ReleaseStream) []reconcile.Request {
+	var list v1alpha1.ReleasePayloadList
+	if err := r.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{IndexAcceptedByStream: s.Name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the accepted payloads of a stream", "stream", s.Namespace+"/"+s.Name)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		if pending(&list.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return reqs
+}
+
+// newlyPending lets through payloads that are pending when first seen (a start, a new
+// payload) and updates that make a payload pending, or change what its changelog is
+// computed from; the controller's own status writes do not bring the payload back.
+type newlyPending struct{}
+
+func (newlyPending) Create(e event.CreateEvent) bool { return isPending(e.Object) }
+func (newlyPending) Delete(event.DeleteEvent) bool   { return false }
+func (newlyPending) Generic(e event.GenericEvent) bool {
+	return isPending(e.Object)
+}
+func (newlyPending) Update(e event.UpdateEvent) bool {
+	if !isPending(e.ObjectNew) {
+		return false
+	}
+	o, okOld := e.ObjectOld.(*v1alpha1.ReleasePayload)
+	n, okNew := e.ObjectNew.(*v1alpha1.ReleasePayload)
+	return !okOld || !okNew || !pending(o) || o.Status.PayloadImage != n.Status.PayloadImage || o.Generation != n.Generation
+}
+
+func isPending(obj client.Object) bool {
+	p, ok := obj.(*v1alpha1.ReleasePayload)
+	return ok && pending(p)
+}
