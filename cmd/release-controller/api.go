@@ -17,6 +17,7 @@ import (
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/kubeauth"
 	"github.com/release-controller/release-controller/internal/server/web"
+	"github.com/release-controller/release-controller/internal/signing/sigstore"
 )
 
 func newAPICommand() *cobra.Command {
@@ -31,6 +32,7 @@ func newAPICommand() *cobra.Command {
 		serverOpts   server.Options
 		metricsAuth  bool
 		authCache    kubeauth.Options
+		sigStore     string
 	)
 	cmd := &cobra.Command{
 		Use:   "api",
@@ -71,10 +73,17 @@ HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resour
 			if err != nil {
 				return err
 			}
-			srv, err := apiserver.New(mgr, apiserver.Options{
+			apiOpts := apiserver.Options{
 				Log: logOpts, ChangeLogs: changeLogs, ArtifactsURL: artifactsURL,
 				Server: serverOpts, MetricsAuth: metricsAuth, AuthCache: authCache,
-			})
+			}
+			if sigStore != "" {
+				if apiOpts.Signatures, err = sigstore.Open(cmd.Context(), sigStore); err != nil {
+					return err
+				}
+				defer apiOpts.Signatures.Close()
+			}
+			srv, err := apiserver.New(mgr, apiOpts)
 			if err != nil {
 				return err
 			}
@@ -99,6 +108,7 @@ HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resour
 	f.BoolVar(&metricsAuth, "metrics-auth", false, "serve /metrics only to bearer tokens whose user may get the non-resource URL /metrics (TokenReview and SubjectAccessReview)")
 	f.DurationVar(&authCache.AllowedTTL, "auth-cache-allowed-ttl", kubeauth.DefaultAllowedTTL, "how long an authenticated token and an allowed access (release log writes, /metrics) are trusted without asking the API server again")
 	f.DurationVar(&authCache.DeniedTTL, "auth-cache-denied-ttl", kubeauth.DefaultDeniedTTL, "how long a refused token or a denied access is remembered")
+	f.StringVar(&sigStore, "signature-store", "", "serve this signature store (the controller's --signature-store, a gocloud.dev blob URL) read-only at /signatures/, with the public keys at /signatures/pubkey.asc; empty: no /signatures/")
 	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)

@@ -2,18 +2,30 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/release-controller/release-controller/internal/audit"
+	"github.com/release-controller/release-controller/internal/changelog"
+	"github.com/release-controller/release-controller/internal/jira"
 	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/payload"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/signing/sigstore"
 	"github.com/release-controller/release-controller/internal/stream"
 	"github.com/release-controller/release-controller/internal/verify"
 )
@@ -26,6 +38,8 @@ func newControllerCommand() *cobra.Command {
 			ImportInterval: stream.DefaultImportInterval, RetryBackoff: verify.DefaultBackoff,
 		}
 		zapOpts = zap.Options{}
+		signer  signerFlags
+		clFlags changelogFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -53,8 +67,26 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 				return err
 			}
 			ctrl.LoggerFrom(ctx).Info("payload creation jobs run this image", "buildImage", opts.BuildImage)
+			if opts.Audit, err = signer.options(ctx); err != nil {
+				return err
+			}
+			if opts.Audit.Store != nil {
+				defer opts.Audit.Store.Close()
+			}
 			mgr, err := manager.New(cfg, opts)
 			if err != nil {
+				return err
+			}
+			// Jira reads issue keys from changelogs; the clones go to a folder of this
+			// process unless one is given.
+			clDir := clFlags.cacheDir
+			if clDir == "" {
+				if clDir, err = os.MkdirTemp("", "release-controller-changelog-"); err != nil {
+					return err
+				}
+				defer os.RemoveAll(clDir)
+			}
+			if opts.Jira.ChangeLogs, err = changelog.Setup(ctx, mgr.GetAPIReader(), clFlags.config(clDir)); err != nil {
 				return err
 			}
 			if err := manager.AddControllers(ctx, mgr, opts); err != nil {
@@ -83,10 +115,60 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 	f.StringVar(&opts.ReleaseLog.Namespace, "log-namespace", "", "namespace of the ReleaseLog objects; default: --namespace, else "+releaselog.DefaultNamespace)
 	f.DurationVar(&opts.ReleaseLog.TTL, "log-ttl", releaselog.DefaultTTL, "how long release log days are kept before they are deleted")
 	f.IntVar(&opts.ReleaseLog.MaxEntriesPerDay, "log-max-entries", releaselog.DefaultMaxEntriesPerDay, "most entries a release log day holds (at most 10000); verdicts beyond it get a ReleaseLogFull event instead")
+	signer.addFlags(f)
+	f.StringVar(&opts.Jira.WebURL, "web-url", "", "base URL of the release pages (the api server's), e.g. https://releases.example.com: the comments Jira gets link a payload's page under it; needed by streams with spec.jira")
+	f.DurationVar(&opts.Jira.MaxAge, "jira-max-age", jira.DefaultMaxAge, "leave the Jira issues of payloads accepted longer ago alone, so that configuring Jira on a stream does not comment on its whole history")
+	clFlags.addFlags(f, "a new temporary folder, deleted at exit")
 	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)
 	return cmd
+}
+
+// signerFlags configure the audit and signing of accepted payloads.
+type signerFlags struct {
+	store, keySecret string
+	burst            int
+	interval         time.Duration
+}
+
+func (s *signerFlags) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&s.store, "signature-store", "", "where audit records and signatures go, a gocloud.dev blob URL: file:///path, s3://bucket?region=..., gs://bucket, azblob://container (prefix=dir/ keeps them in a folder); empty: audit records are not kept and nothing is signed")
+	f.StringVar(&s.keySecret, "signing-key-secret", "", "NAMESPACE/NAME (or NAME, in the controller's namespace) of the Secret whose "+audit.SecretKeyPrivate+" is the armored OpenPGP key that signs audited payloads, with an optional "+audit.SecretKeyPassphrase+" and "+audit.SecretKeyPublic+" (more public keys to publish, such as retired ones); needs --signature-store")
+	f.IntVar(&s.burst, "audit-burst", audit.DefaultBurst, "audit at most this many accepted payloads per --audit-interval")
+	f.DurationVar(&s.interval, "audit-interval", audit.DefaultInterval, "see --audit-burst")
+}
+
+// options checks the flags and opens the store.
+func (s *signerFlags) options(ctx context.Context) (audit.Options, error) {
+	opts := audit.Options{Burst: s.burst, Interval: s.interval}
+	if s.burst < 1 || s.interval <= 0 {
+		return opts, fmt.Errorf("--audit-burst (%d) must be at least 1 and --audit-interval (%s) positive", s.burst, s.interval)
+	}
+	if s.keySecret != "" {
+		if s.store == "" {
+			return opts, errors.New("--signing-key-secret needs --signature-store: signatures have to be stored somewhere")
+		}
+		namespace, name, found := strings.Cut(s.keySecret, "/")
+		if !found {
+			namespace, name = "", s.keySecret
+			if pod, inPod := manager.OwnPod(); inPod {
+				namespace = pod.Namespace
+			}
+		}
+		if errs := validation.IsDNS1123Subdomain(name); name == "" || len(errs) > 0 || namespace == "" {
+			return opts, fmt.Errorf("--signing-key-secret %q: want NAMESPACE/NAME (NAME alone only in a pod)", s.keySecret)
+		}
+		opts.KeySecret = types.NamespacedName{Namespace: namespace, Name: name}
+	}
+	if s.store != "" {
+		store, err := sigstore.Open(ctx, s.store)
+		if err != nil {
+			return opts, err
+		}
+		opts.Store = store
+	}
+	return opts, nil
 }
 
 // resolveBuildImage returns flag, or the image of the pod the controller runs in, read live

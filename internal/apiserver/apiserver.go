@@ -15,6 +15,7 @@ import (
 	"github.com/release-controller/release-controller/internal/pipeline/approval"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/signing/sigstore"
 	"github.com/release-controller/release-controller/internal/server/kubeauth"
 	"github.com/release-controller/release-controller/internal/server/mcp"
 	"github.com/release-controller/release-controller/internal/server/osrc"
@@ -44,6 +45,9 @@ type Options struct {
 	// AuthCache configures how long the answers of TokenReviews and SubjectAccessReviews
 	// (release log writes, /metrics) are cached.
 	AuthCache kubeauth.Options
+	// Signatures, when set, is the signature store served read-only at /signatures/ with
+	// the public keys the signing controller published in it.
+	Signatures *sigstore.Store
 }
 
 // New builds the server for mgr. Streams and payloads are read from a catalog that mgr's
@@ -70,6 +74,9 @@ func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
 	web.Register(s, opts.Log.Store, opts.Log)
 	approval.Register(s, approval.NewHandler(mgr.GetClient(), mgr.GetAPIReader(), reviewer))
 	osrc.Register(s, cat, osrc.Options{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL})
+	if opts.Signatures != nil {
+		sigstore.Register(s, opts.Signatures, publishedKeys(opts.Signatures))
+	}
 	web.RegisterPages(s, cat, web.PageOptions{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL, Clock: opts.Log.Clock})
 	return s, nil
 }
@@ -90,3 +97,17 @@ func (r serverRunnable) Start(ctx context.Context) error { return r.s.Run(ctx, r
 func (serverRunnable) NeedLeaderElection() bool { return false }
 
 var _ manager.LeaderElectionRunnable = serverRunnable{}
+
+// publishedKeys reads the public keys from the store for each request: the controller
+// replaces them when its key changes.
+func publishedKeys(store *sigstore.Store) func() []byte {
+	return func() []byte {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		keys, err := store.PublicKeys(ctx)
+		if err != nil {
+			return nil
+		}
+		return keys
+	}
+}

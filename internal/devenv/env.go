@@ -120,6 +120,25 @@ func Run(ctx context.Context, opts Options) (err error) {
 		buildImage = fallbackBuildImage
 	}
 
+	// The manager's client reads from its cache, which starts with the manager.
+	direct, err := client.New(cp.config, client.Options{Scheme: manager.NewScheme()})
+	if err != nil {
+		return err
+	}
+	if err := ensureNamespace(ctx, direct, DemoNamespace); err != nil {
+		return err
+	}
+	signingKey, armoredKey, err := signingKey(dataDir)
+	if err != nil {
+		return err
+	}
+	step("accepted payloads are audited and signed by key %s into %s", signingKey.ID(), filepath.Join(dataDir, SignaturesDir))
+	auditOpts, err := setUpSigning(ctx, direct, dataDir, armoredKey)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, auditOpts.Store.Close()) }()
+
 	mgrOpts := manager.Options{
 		MetricsAddr:    "0",
 		ProbeAddr:      "0",
@@ -128,14 +147,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 		BuildImage:     buildImage,
 		// The release log of the environment lives beside the demo.
 		ReleaseLog: releaselog.Options{Namespace: DemoNamespace, Types: releaselog.DefaultTypes(), Store: releaselog.NewStore()}.WithDefaults(""),
+		Audit:      auditOpts,
 	}
 	// The controllers talk to the embedded API server as they would to a cluster's.
 	opts.Client.ApplyRate(cp.config)
 	mgr, err := manager.New(cp.config, mgrOpts)
 	if err != nil {
-		return err
-	}
-	if err := manager.AddControllers(ctx, mgr, mgrOpts); err != nil {
 		return err
 	}
 	if opts.Listen == "" {
@@ -151,7 +168,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	srv, err := apiserver.New(mgr, apiserver.Options{Log: mgrOpts.ReleaseLog, ChangeLogs: changeLogs, ArtifactsURL: opts.ArtifactsURL})
+	// Streams that configure Jira get their issues verified, linking the pages served here.
+	mgrOpts.Jira = manager.JiraOptions{ChangeLogs: changeLogs, WebURL: "http://" + opts.Listen}
+	if err := manager.AddControllers(ctx, mgr, mgrOpts); err != nil {
+		return err
+	}
+	srv, err := apiserver.New(mgr, apiserver.Options{Log: mgrOpts.ReleaseLog, ChangeLogs: changeLogs, ArtifactsURL: opts.ArtifactsURL, Signatures: auditOpts.Store})
 	if err != nil {
 		return err
 	}
@@ -170,14 +192,6 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 
-	// The manager's client reads from its cache, which starts with the manager.
-	direct, err := client.New(cp.config, client.Options{Scheme: manager.NewScheme()})
-	if err != nil {
-		return err
-	}
-	if err := ensureNamespace(ctx, direct, DemoNamespace); err != nil {
-		return err
-	}
 	demoOpts := demo.Options{Dir: dataDir, Registry: st.RegistryAddr(), Namespace: DemoNamespace, CheckImage: buildImage}
 	if opts.Demo {
 		step("setting up the demo: git repositories, component images and the stream %s/nightly", DemoNamespace)
@@ -254,6 +268,11 @@ waits for approval (%s get pipeline -n %s %s). Approve it with:
   %s
 `, opts.BuildInterval, dataDir, DemoNamespace, demo.PipelineName, kubectl, DemoNamespace, demo.PipelineName, ApproveCommand(kubectl, dataDir, opts.Listen))
 	}
+	fmt.Fprintf(out, `
+Accepted payloads are audited, then signed into %s (public key at http://%s/signatures/pubkey.asc).
+Check a payload's signature as a consumer would:
+  release-controller payload verify %s/%s/release:TAG --key %s --store http://%s/signatures
+`, filepath.Join(dataDir, SignaturesDir), opts.Listen, st.RegistryAddr(), DemoNamespace, filepath.Join(dataDir, PublicKeyFile), opts.Listen)
 	fmt.Fprintf(out, "\nCtrl-C stops everything; the next start resumes from %s.\n\n", dataDir)
 }
 

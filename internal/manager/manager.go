@@ -33,6 +33,9 @@ import (
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/jobcontract"
+	"github.com/release-controller/release-controller/internal/audit"
+	"github.com/release-controller/release-controller/internal/changelog"
+	"github.com/release-controller/release-controller/internal/jira"
 	"github.com/release-controller/release-controller/internal/payload"
 	"github.com/release-controller/release-controller/internal/pipeline"
 	"github.com/release-controller/release-controller/internal/registryclient"
@@ -85,9 +88,28 @@ type Options struct {
 	// store that readers use.
 	ReleaseLog releaselog.Options
 
+	// Audit configures the audit of accepted payloads (always on) and their signing (with a
+	// store and a key).
+	Audit audit.Options
+
+	// Jira configures the verification of the Jira issues of accepted payloads, for streams
+	// with spec.jira; it runs when ChangeLogs is set.
+	Jira JiraOptions
+
 	// SkipControllerNameValidation lets a process start the controllers more than once
 	// (tests that restart them); controller names otherwise must be unique per process.
 	SkipControllerNameValidation bool
+}
+
+// JiraOptions configure the Jira controller.
+type JiraOptions struct {
+	// ChangeLogs computes the changelogs the issue keys are read from.
+	ChangeLogs changelog.PayloadChangeLogs
+	// WebURL is the base URL of the pages the comments link to; empty: streams with Jira get
+	// a condition saying so.
+	WebURL string
+	// MaxAge: payloads accepted longer ago are left alone (zero: jira.DefaultMaxAge).
+	MaxAge time.Duration
 }
 
 // Namespaces are the namespaces Namespace names, in its order, without blanks; nil: all.
@@ -256,6 +278,20 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	if err := releaselog.SetupWithManager(mgr, opts.releaseLog()); err != nil {
 		return err
+	}
+	// Accepted payloads: read back from the registry, audited and signed.
+	auditor := &audit.Reconciler{Client: mgr.GetClient(), Options: opts.Audit, APIReader: mgr.GetAPIReader(), Registry: opts.Registry}
+	if err := auditor.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the audit controller: %w", err)
+	}
+	if opts.Jira.ChangeLogs != nil {
+		verifier := &jira.Reconciler{Client: mgr.GetClient(), ChangeLogs: opts.Jira.ChangeLogs, MaxAge: opts.Jira.MaxAge}
+		if opts.Jira.WebURL != "" {
+			verifier.PayloadURL = jira.PayloadPageURL(opts.Jira.WebURL)
+		}
+		if err := verifier.SetupWithManager(ctx, mgr); err != nil {
+			return fmt.Errorf("setting up the Jira controller: %w", err)
+		}
 	}
 	// Pipelines: promotions into their environments, each logged in the release log.
 	pipelines := &pipeline.Reconciler{Log: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts.releaseLog())}

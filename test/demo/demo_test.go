@@ -119,6 +119,13 @@ func TestDemoPagesInBrowser(t *testing.T) {
 		t.Errorf("the changelog does not list the api change:\n%s", got)
 	}
 
+	// Audited and signed: the page says by which key once the audit controller got to it
+	// (live, over SSE), and the printed verify command checks the signature as a consumer.
+	testbrowser.Do(t, ctx, "waiting for the signature", chromedp.WaitVisible(chromedp.CSS(`p.signed`)))
+	signedLine := testbrowser.Eval[string](t, ctx, `document.querySelector("p.signed").innerText`)
+	pullSpec := testbrowser.Eval[string](t, ctx, `document.getElementById("pullspec").innerText`)
+	checkSignature(t, dev, binary, dataDir, pullSpec, signedLine)
+
 	// Compare: pick the first and the rejected payload in the selects.
 	testbrowser.Do(t, ctx, "opening compare", chromedp.Navigate(base+"/releasestream/nightly/compare"),
 		chromedp.WaitVisible(chromedp.CSS(`form.compare select#from`)),
@@ -209,6 +216,33 @@ func checkPipeline(t *testing.T, dev *testbinary.Process, binary, dataDir, accep
 	waitPipeline(accepted+" in prod", func(envs []v1alpha1.EnvironmentStatus) bool {
 		return at(envs[2]) && envs[2].LastPromotion != nil && envs[2].LastPromotion.Approver == "hmac:prod-approvals"
 	})
+}
+
+// checkSignature runs the verify command dev printed on the payload pullSpec (by digest, as
+// the page shows it), and checks that it names the key the page names.
+func checkSignature(t *testing.T, dev *testbinary.Process, binary, dataDir, pullSpec, signedLine string) {
+	t.Helper()
+	log, err := os.ReadFile(dev.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(log), "Check a payload's signature as a consumer would:\n")
+	verify, _, _ := strings.Cut(strings.TrimSpace(after), "\n")
+	if !ok || !strings.HasPrefix(verify, "release-controller payload verify ") || !strings.Contains(verify, "/demo/release:TAG") {
+		t.Fatalf("dev printed no verify command: %q", verify)
+	}
+	repository, _, _ := strings.Cut(pullSpec, "@")
+	command := strings.Replace(verify, repository+":TAG", pullSpec, 1)
+	cmd := exec.Command("sh", "-c", command)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "verified") {
+		t.Fatalf("%s: %v\n%s", command, err, out)
+	}
+	keyID := strings.Fields(strings.TrimPrefix(signedLine, "The payload is signed by "))[0]
+	if !strings.Contains(string(out), "signed by "+keyID) {
+		t.Errorf("verify says %q; the page says %q", out, signedLine)
+	}
 }
 
 // bump publishes a new build of a demo component, as the README tells users to.

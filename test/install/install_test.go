@@ -184,12 +184,18 @@ func TestHelmChart(t *testing.T) {
 					"tls": []any{map[string]any{"secretName": "release-tls", "hosts": []any{"release.example.com"}}}},
 			},
 			"serviceMonitor": map[string]any{"enabled": true, "interval": "30s", "labels": map[string]any{"release": "prometheus"}},
+			"signing":        map[string]any{"store": "s3://release-signatures?region=eu-west-1", "keySecret": "signing-key"},
+			"webURL":         "https://release.example.com",
 		},
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
 			deploys := deployments(t, objs)
 			controller := deploys["ops-release-controller-controller"]
 			checkControllerArgs(t, controller, "--namespace=team-a,team-c", "--prowjob-namespace=prow", "--build-image="+repo+"-build:v2", "--build-service-account=ops-release-controller-build",
-				"--log-namespace=release-log", "--log-ttl=48h", "--log-max-entries=1000")
+				"--log-namespace=release-log", "--log-ttl=48h", "--log-max-entries=1000",
+				"--signature-store=s3://release-signatures?region=eu-west-1", "--signing-key-secret=signing-key", "--web-url=https://release.example.com")
+			if args := deploys["ops-release-controller-api"].Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--signature-store=s3://release-signatures?region=eu-west-1") {
+				t.Errorf("api args %v lack the signature store", args)
+			}
 			if *controller.Spec.Replicas != 2 {
 				t.Errorf("controller replicas %d, want 2", *controller.Spec.Replicas)
 			}

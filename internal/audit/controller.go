@@ -1,0 +1,431 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/eventlog"
+	"github.com/release-controller/release-controller/internal/registryclient"
+	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/signing"
+	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	"github.com/release-controller/release-controller/internal/version"
+)
+
+// Defaults of the audit queue: at most DefaultBurst audits per DefaultInterval, as OpenShift's
+// release controller does.
+const (
+	DefaultBurst    = 5
+	DefaultInterval = 2 * time.Second
+)
+
+// DefaultKeyRetry is how soon a payload waiting for a usable signing key is looked at again.
+const DefaultKeyRetry = time.Minute
+
+// conflictRetry is how soon a payload whose status write met a newer version is retried.
+const conflictRetry = 100 * time.Millisecond
+
+// presenceWorkers bounds the concurrent registry requests checking a payload's components.
+const presenceWorkers = 8
+
+// Secret keys of the signing key Secret.
+const (
+	// SecretKeyPrivate holds the armored private key that signs new payloads.
+	SecretKeyPrivate = "private.asc"
+	// SecretKeyPassphrase, optional, decrypts it.
+	SecretKeyPassphrase = "passphrase"
+	// SecretKeyPublic, optional, holds more armored public keys to publish, such as
+	// retired keys whose signatures are still in the store.
+	SecretKeyPublic = "public.asc"
+)
+
+// Options configure the audit and signing of accepted payloads.
+type Options struct {
+	// Store receives audit records and signatures; nil: records are not stored and nothing
+	// is signed.
+	Store *sigstore.Store
+	// KeySecret names the Secret holding the signing key; empty: nothing is signed.
+	KeySecret types.NamespacedName
+	// Burst audits at most per Interval (zero: DefaultBurst per DefaultInterval).
+	Burst    int
+	Interval time.Duration
+	// KeyRetry is how soon a payload waiting for a usable key is retried (zero: DefaultKeyRetry).
+	KeyRetry time.Duration
+}
+
+// Reconciler audits accepted payloads and signs the ones that pass.
+type Reconciler struct {
+	client.Client
+	Options
+	// APIReader reads the signing key Secret, which may lie outside the watched namespaces.
+	APIReader client.Reader
+	Registry  *registryclient.Client
+	Clock     clock.Clock
+	Events    events.EventRecorder
+
+	limiter *rate.Limiter
+	report  eventlog.Recorder
+
+	// The parsed key of one version of the Secret: decrypting a key is slow.
+	mu         sync.Mutex
+	keyVersion string
+	signingKey *signing.Key
+}
+
+// The controller reads payloads from the cache and the signing key Secret directly; it
+// patches the payloads' status.
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=list;watch
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
+
+// Reconcile takes the payload's next step (Decide), and writes its status once.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var p v1alpha1.ReleasePayload
+	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	step := Decide(&p, r.canSign())
+	if step.Done() {
+		return ctrl.Result{}, nil
+	}
+	status := p.Status.DeepCopy()
+	result, stepErr := r.take(ctx, &p, step, status)
+	if err := r.writeStatus(ctx, &p, status); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		r.report.Fail(ctx, &p, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the audit status", err)
+		return ctrl.Result{}, fmt.Errorf("writing the audit status of payload %s: %w", req, err)
+	}
+	return result, stepErr
+}
+
+// take runs step and sets its conditions in status. A returned error makes the payload
+// come back with the controller's backoff.
+func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step Step, status *v1alpha1.ReleasePayloadStatus) (ctrl.Result, error) {
+	set := func(c metav1.Condition) {
+		c.ObservedGeneration = p.Generation
+		c.LastTransitionTime = metav1.NewTime(r.Clock.Now())
+		conditions.Set(&status.Conditions, c)
+	}
+	if step.AuditFailed {
+		set(NotSignedAuditFailedCondition())
+		return ctrl.Result{}, nil
+	}
+	if step.Audit {
+		rec, err := r.audit(ctx, p)
+		if err != nil {
+			set(AuditErrorCondition(err))
+			r.report.Fail(ctx, p, v1alpha1.ReasonAuditError, "Audit", "auditing the payload", err)
+			return ctrl.Result{}, err
+		}
+		set(AuditedCondition(rec))
+		if !rec.Passed {
+			r.report.Warningf(ctx, p, nil, v1alpha1.ReasonAuditFailed, "Audit", "%s", AuditedCondition(rec).Message)
+			set(NotSignedAuditFailedCondition())
+			return ctrl.Result{}, nil
+		}
+		r.report.Eventf(ctx, p, nil, v1alpha1.ReasonAuditPassed, "Audit", "%s", AuditedCondition(rec).Message)
+	}
+	if step.NoKey {
+		set(NoKeyCondition("this controller has no signing key (--signing-key-secret) and signature store (--signature-store)"))
+		return ctrl.Result{}, nil
+	}
+	if !step.Sign {
+		return ctrl.Result{}, nil
+	}
+	key, why, err := r.key(ctx)
+	if err != nil {
+		set(StoreErrorCondition(err))
+		r.report.Fail(ctx, p, v1alpha1.ReasonSignatureStoreError, "Sign", "publishing the public keys", err)
+		return ctrl.Result{}, err
+	}
+	if key == nil {
+		set(NoKeyCondition(why))
+		r.report.Warningf(ctx, p, nil, v1alpha1.ReasonNoSigningKey, "Sign", "not signed: %s", why)
+		return ctrl.Result{RequeueAfter: r.KeyRetry}, nil
+	}
+	index, created, err := sigstore.EnsureSigned(ctx, r.Store, key, Claims(p, r.Clock.Now()))
+	if err != nil {
+		set(StoreErrorCondition(err))
+		r.report.Fail(ctx, p, v1alpha1.ReasonSignatureStoreError, "Sign", "storing the signature", err)
+		return ctrl.Result{}, err
+	}
+	set(SignedCondition(key.ID(), index))
+	if created {
+		r.report.Eventf(ctx, p, nil, v1alpha1.ReasonSigned, "Sign", "signed %s by %s as signature-%d", p.Status.PayloadImage, key.ID(), index)
+	}
+	return ctrl.Result{}, nil
+}
+
+// Claims are what the payload's signature says: its digest, under the reference
+// <repository>:<tag>, which matches pulls by that tag and, with containers/image's default
+// identity rule, pulls of the repository by digest.
+func Claims(p *v1alpha1.ReleasePayload, now time.Time) signing.Claims {
+	digest := ""
+	if d, err := name.NewDigest(p.Status.PayloadImage); err == nil {
+		digest = d.DigestStr()
+	}
+	return signing.Claims{
+		DockerReference: p.Spec.PayloadCreationConfig.Repository + ":" + p.Name,
+		ManifestDigest:  digest,
+		Creator:         "release-controller " + version.Version,
+		Timestamp:       now,
+	}
+}
+
+func (r *Reconciler) canSign() bool {
+	return r.Store != nil && r.KeySecret.Name != ""
+}
+
+// audit reads the payload back from the registry and evaluates it; it stores the record. An
+// error means the audit could not run and is retried.
+func (r *Reconciler) audit(ctx context.Context, p *v1alpha1.ReleasePayload) (Record, error) {
+	if err := r.limiter.Wait(ctx); err != nil {
+		return Record{}, err
+	}
+	obs, err := r.observe(ctx, p)
+	if err != nil {
+		return Record{}, err
+	}
+	rec := Evaluate(p, obs, r.Clock.Now(), "release-controller "+version.Version)
+	if r.Store != nil {
+		if d, err := name.NewDigest(p.Status.PayloadImage); err == nil {
+			raw, err := json.MarshalIndent(rec, "", "  ")
+			if err != nil {
+				return Record{}, err
+			}
+			if err := r.Store.PutAudit(ctx, d.DigestStr(), raw); err != nil {
+				return Record{}, fmt.Errorf("storing the audit record: %w", err)
+			}
+		}
+	}
+	return rec, nil
+}
+
+// observe reads what the audit needs from the registry. Answers that say something about the
+// image (not found, not a payload) go into the observation; failures to get an answer are
+// returned.
+func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload) (Observation, error) {
+	var obs Observation
+	recorded, ok := recordedImage(p)
+	if !ok {
+		return obs, nil // Evaluate says so
+	}
+	opts := r.Registry.Options(ctx)
+	tag, err := name.NewTag(p.Spec.PayloadCreationConfig.Repository + ":" + p.Name)
+	if err != nil {
+		return obs, fmt.Errorf("the payload's tag: %w", err)
+	}
+	desc, err := remote.Head(tag, opts...)
+	switch {
+	case err == nil:
+		obs.TagDigest = desc.Digest.String()
+	case !notFound(err):
+		return obs, fmt.Errorf("resolving %s: %w", tag, err)
+	}
+	img, err := remote.Image(recorded, opts...)
+	if err == nil {
+		obs.Info, err = releaseimage.Inspect(img, recorded.String(), recorded.Context())
+	}
+	if err != nil {
+		if transient(err) {
+			return obs, fmt.Errorf("reading %s: %w", recorded, err)
+		}
+		obs.Info, obs.InfoError = nil, err.Error()
+		return obs, nil
+	}
+	obs.Missing, err = r.missing(ctx, obs.Info.References.Components)
+	return obs, err
+}
+
+// recordedImage is the payload's image by digest, if it records one.
+func recordedImage(p *v1alpha1.ReleasePayload) (name.Digest, bool) {
+	d, err := name.NewDigest(p.Status.PayloadImage)
+	return d, err == nil
+}
+
+// missing asks the registry for every component, a few at a time.
+func (r *Reconciler) missing(ctx context.Context, components []releaseimage.ComponentReference) (map[string]string, error) {
+	var (
+		mu       sync.Mutex
+		missing  = map[string]string{}
+		firstErr error
+		wg       sync.WaitGroup
+		slots    = make(chan struct{}, presenceWorkers)
+	)
+	opts := r.Registry.Options(ctx)
+	for _, c := range components {
+		ref, err := name.NewDigest(c.Image)
+		if err != nil {
+			missing[c.Name] = "not a pull spec by digest"
+			continue
+		}
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			_, err := remote.Head(ref, opts...)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+			case notFound(err):
+				missing[c.Name] = "not found"
+			case firstErr == nil:
+				firstErr = fmt.Errorf("checking component %s: %w", c.Name, err)
+			}
+		})
+	}
+	wg.Wait()
+	return missing, firstErr
+}
+
+func notFound(err error) bool {
+	var terr *transport.Error
+	return errors.As(err, &terr) && terr.StatusCode == http.StatusNotFound
+}
+
+// transient reports whether err may go away by itself: the registry did not answer, or
+// answered that it is overloaded or broken.
+func transient(err error) bool {
+	var terr *transport.Error
+	if errors.As(err, &terr) {
+		return terr.StatusCode == http.StatusTooManyRequests || terr.StatusCode >= http.StatusInternalServerError
+	}
+	var opErr *net.OpError
+	var urlErr *url.Error
+	return errors.As(err, &opErr) || errors.As(err, &urlErr) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// key returns the signing key, or nil and why there is none. A new key (or a new version of
+// its Secret) has its public keys published to the store first, so that no signature is in
+// the store before the key that verifies it; err is a failure to publish them.
+func (r *Reconciler) key(ctx context.Context) (key *signing.Key, why string, err error) {
+	var secret corev1.Secret
+	if err := r.APIReader.Get(ctx, r.KeySecret, &secret); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Sprintf("the signing key Secret %s does not exist", r.KeySecret), nil
+		}
+		return nil, fmt.Sprintf("reading the signing key Secret %s: %v", r.KeySecret, err), nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keyVersion == secret.ResourceVersion && r.signingKey != nil {
+		return r.signingKey, "", nil
+	}
+	armored := secret.Data[SecretKeyPrivate]
+	if len(armored) == 0 {
+		return nil, fmt.Sprintf("the signing key Secret %s has no %s", r.KeySecret, SecretKeyPrivate), nil
+	}
+	key, err = signing.ParsePrivateKey(armored, secret.Data[SecretKeyPassphrase])
+	if err != nil {
+		return nil, fmt.Sprintf("the signing key in Secret %s: %v", r.KeySecret, err), nil
+	}
+	published, err := PublicKeys(key, secret.Data[SecretKeyPublic])
+	if err != nil {
+		return nil, fmt.Sprintf("the public keys in Secret %s: %v", r.KeySecret, err), nil
+	}
+	if err := r.Store.PutPublicKeys(ctx, published); err != nil {
+		return nil, "", fmt.Errorf("publishing the public keys: %w", err)
+	}
+	r.keyVersion, r.signingKey = secret.ResourceVersion, key
+	return key, "", nil
+}
+
+// PublicKeys are the armored public keys to publish: the signing key's, then extra ones (such
+// as retired keys whose signatures are still in the store), which must parse.
+func PublicKeys(key *signing.Key, extra []byte) ([]byte, error) {
+	pub, err := key.ArmoredPublicKey()
+	if err != nil {
+		return nil, err
+	}
+	if len(extra) == 0 {
+		return pub, nil
+	}
+	if _, err := signing.ParsePublicKeys(extra); err != nil {
+		return nil, err
+	}
+	return append(append(pub, '\n'), extra...), nil
+}
+
+// writeStatus writes status when it changed, with an optimistic lock: the payload controller
+// writes the same status.
+func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ReleasePayload, status *v1alpha1.ReleasePayloadStatus) error {
+	if equality.Semantic.DeepEqual(*status, p.Status) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	p.Status = *status
+	return client.IgnoreNotFound(r.Status().Patch(ctx, p, patch))
+}
+
+// SetupWithManager registers the controller. It looks only at accepted payloads.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	if r.Burst <= 0 || r.Interval <= 0 {
+		r.Burst, r.Interval = DefaultBurst, DefaultInterval
+	}
+	if r.Registry == nil {
+		r.Registry = registryclient.New()
+	}
+	if r.KeyRetry <= 0 {
+		r.KeyRetry = DefaultKeyRetry
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Events == nil {
+		r.Events = mgr.GetEventRecorder(eventlog.Reporter)
+	}
+	r.report = eventlog.Recorder{Events: r.Events}
+	r.limiter = rate.NewLimiter(rate.Every(r.Interval/time.Duration(r.Burst)), r.Burst)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("audit").
+		// Audits wait for the rate limiter; one worker keeps the order of acceptance.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		For(&v1alpha1.ReleasePayload{}, builder.WithPredicates(accepted())).
+		Complete(r)
+}
+
+// accepted passes events of accepted payloads only.
+func accepted() predicate.Predicate {
+	isAccepted := func(obj client.Object) bool {
+		p, ok := obj.(*v1alpha1.ReleasePayload)
+		return ok && p.Status.Phase == v1alpha1.PhaseAccepted
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return isAccepted(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return isAccepted(e.ObjectNew) },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(e event.GenericEvent) bool { return isAccepted(e.Object) },
+	}
+}

@@ -1,0 +1,86 @@
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/release-controller/release-controller/internal/audit"
+	"github.com/release-controller/release-controller/internal/signing"
+	"github.com/release-controller/release-controller/internal/signing/sigstore"
+)
+
+// Paths of the environment's signing, inside the data directory.
+const (
+	// SigningKeyFile is the armored private key that signs the accepted payloads, made on
+	// the first start.
+	SigningKeyFile = "signing-key.asc"
+	// PublicKeyFile is its public key, for `payload verify --key`.
+	PublicKeyFile = "signing-key.pub.asc"
+	// SignaturesDir is the signature store (file://).
+	SignaturesDir = "signatures"
+)
+
+// SigningKeySecret holds the key in the demo namespace, where the controllers read it.
+const SigningKeySecret = "release-controller-signing-key"
+
+// signingKey returns the environment's armored signing key, making it on the first start,
+// and writes its public key beside it.
+func signingKey(dataDir string) (*signing.Key, []byte, error) {
+	path := filepath.Join(dataDir, SigningKeyFile)
+	armored, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if armored, err = signing.GenerateKey("release-controller dev", "dev@release-controller.invalid"); err != nil {
+			return nil, nil, fmt.Errorf("making the signing key: %w", err)
+		}
+		err = os.WriteFile(path, armored, 0o600)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("the signing key %s: %w", path, err)
+	}
+	key, err := signing.ParsePrivateKey(armored, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the signing key %s: %w (delete it to make a new one)", path, err)
+	}
+	public, err := key.ArmoredPublicKey()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dataDir, PublicKeyFile), public, 0o644); err != nil {
+		return nil, nil, err
+	}
+	return key, armored, nil
+}
+
+// setUpSigning opens the signature store of the data directory and puts the key into its
+// Secret, for the audit controller.
+func setUpSigning(ctx context.Context, c client.Client, dataDir string, armored []byte) (audit.Options, error) {
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: DemoNamespace, Name: SigningKeySecret}}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(secret), secret); client.IgnoreNotFound(err) != nil {
+		return audit.Options{}, err
+	}
+	if string(secret.Data[audit.SecretKeyPrivate]) != string(armored) {
+		secret.Data = map[string][]byte{audit.SecretKeyPrivate: armored}
+		err := c.Update(ctx, secret)
+		if apierrors.IsNotFound(err) {
+			err = c.Create(ctx, secret)
+		}
+		if err != nil {
+			return audit.Options{}, fmt.Errorf("storing the signing key in Secret %s/%s: %w", DemoNamespace, SigningKeySecret, err)
+		}
+	}
+	store, err := sigstore.Open(ctx, "file://"+filepath.Join(dataDir, SignaturesDir))
+	if err != nil {
+		return audit.Options{}, err
+	}
+	return audit.Options{Store: store, KeySecret: types.NamespacedName{Namespace: DemoNamespace, Name: SigningKeySecret}}, nil
+}
