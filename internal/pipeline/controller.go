@@ -155,6 +155,10 @@ func (r *Reconciler) enqueue(key types.NamespacedName) {
 	}
 }
 
+// conflictRetry is how soon a pipeline whose status write met a newer version is reconciled
+// again.
+const conflictRetry = 100 * time.Millisecond
+
 // Reconcile observes the pipeline's apps, promotes what is due, and writes the status once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var p v1alpha1.Pipeline
@@ -253,6 +257,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 		if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
+			if apierrors.IsConflict(err) && outcome.Err == nil {
+				// The cache was behind a newer write (an approval, say): read it again soon.
+				return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			}
 			return ctrl.Result{}, errors.Join(err, outcome.Err)
 		}
 	}
