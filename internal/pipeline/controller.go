@@ -423,8 +423,11 @@ func (r *Reconciler) sharedKey(ctx context.Context, namespace, name string) ([]b
 
 var _ reconcile.Reconciler = &Reconciler{}
 
-// controllerOptions: pipelines reconcile independently; a few at once keeps a slow cluster
-// or receiver from holding up the others.
+// controllerOptions: pipelines reconcile independently, and a reconcile mostly waits for API
+// servers (the targets' patches, the release log's group commit, the status write), so a
+// dozen at once keep a slow cluster or receiver from holding up the others
+// (BenchmarkShippedPipelines, 100 pipelines: p99 2.7 s with 4 workers, 1.8 s with 8, 1.7 s
+// with 12).
 func controllerOptions() controller.Options {
-	return controller.Options{MaxConcurrentReconciles: 4}
+	return controller.Options{MaxConcurrentReconciles: 12}
 }
