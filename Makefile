@@ -53,7 +53,7 @@ run: build control-plane ## Start the embedded local environment (release-contro
 TEST_TAGS := containers_image_openpgp
 
 .PHONY: test
-test: control-plane chromium verify-generated vet lint ## Run every test against a real API server (builds it first); golangci-lint included.
+test: control-plane chromium verify-generated lint ## Run every test against a real API server (builds it first); golangci-lint (with govet) included.
 	@echo "==> go test ./... (KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS))"
 	$(GO) test -count=1 -tags $(TEST_TAGS) ./...
 
