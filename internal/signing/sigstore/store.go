@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"sync"
 
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
@@ -45,6 +46,10 @@ var digestPattern = regexp.MustCompile(`^sha256:([0-9a-f]{64})$`)
 // Store reads and writes signatures and audit records in a bucket.
 type Store struct {
 	bucket *blob.Bucket
+	// adding serializes AddSignature within the process: fileblob checks IfNotExist when a
+	// write starts and creates the file when it ends, so two writers of one process could
+	// both take an index. Object stores check on the server.
+	adding sync.Mutex
 }
 
 // Open opens the store at a gocloud.dev blob URL: file:///path, s3://bucket?region=…,
@@ -163,6 +168,8 @@ func (s *Store) AddSignature(ctx context.Context, digest string, sig []byte) (n 
 	if len(sig) == 0 {
 		return 0, errors.New("signature store: refusing to add an empty signature")
 	}
+	s.adding.Lock()
+	defer s.adding.Unlock()
 	// Start after the signatures there are; the conditional write settles any race.
 	n = 1
 	for {
