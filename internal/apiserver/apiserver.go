@@ -15,12 +15,12 @@ import (
 	"github.com/release-controller/release-controller/internal/pipeline/approval"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
 	"github.com/release-controller/release-controller/internal/server/kubeauth"
 	"github.com/release-controller/release-controller/internal/server/mcp"
 	"github.com/release-controller/release-controller/internal/server/osrc"
 	"github.com/release-controller/release-controller/internal/server/releaseapi"
 	"github.com/release-controller/release-controller/internal/server/web"
+	"github.com/release-controller/release-controller/internal/signing/sigstore"
 )
 
 // ShutdownGrace is how long requests in flight may take to finish when the server stops.
