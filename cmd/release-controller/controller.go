@@ -24,6 +24,7 @@ import (
 	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/payload"
+	"github.com/release-controller/release-controller/internal/pipeline"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"
 	"github.com/release-controller/release-controller/internal/stream"
@@ -34,7 +35,7 @@ func newControllerCommand() *cobra.Command {
 	var (
 		kube kubeclient.Options
 		opts = manager.Options{
-			JobEventDelay: payload.DefaultJobEventDelay, PayloadWorkers: payload.DefaultWorkers,
+			JobEventDelay: payload.DefaultJobEventDelay, PayloadWorkers: payload.DefaultWorkers, PipelineWorkers: pipeline.DefaultWorkers,
 			ImportInterval: stream.DefaultImportInterval, RetryBackoff: verify.DefaultBackoff,
 		}
 		zapOpts = zap.Options{}
@@ -101,12 +102,14 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 	f.BoolVar(&opts.MetricsSecure, "metrics-secure", false, "serve the metrics over HTTPS, only to bearer tokens whose user may get the non-resource URL /metrics (TokenReview and SubjectAccessReview; the controller then needs to create both)")
 	f.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "", "folder holding tls.crt and tls.key of --metrics-secure; default: a self-signed certificate made at start")
 	f.StringVar(&opts.ProbeAddr, "health-probe-bind-address", ":9091", "address of /healthz and /readyz; 0 disables them")
+	f.StringVar(&opts.PprofAddr, "pprof-bind-address", "", "address of Go's /debug/pprof/ profiles (CPU, heap, goroutines), e.g. localhost:6060; default: off")
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so that only one replica reconciles")
 	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease; default: the pod's namespace, or \"default\" outside a cluster")
 	f.StringVar(&opts.Namespace, "namespace", "", "only watch this namespace, or these namespaces separated by commas; default: all namespaces")
 	f.StringSliceVar(&opts.ProwJobNamespaces, "prowjob-namespace", nil, "with --namespace: more namespaces where verifications create ProwJobs (their prowJob.namespace), whose ProwJobs are watched too")
 	f.DurationVar(&opts.JobEventDelay, "job-event-delay", opts.JobEventDelay, "reconcile a payload this long after a job event: a verdict is written then, the rest of its status once its jobs have been quiet 5 times this (at most 50 times this after the first change), so jobs changing together are written at once")
 	f.IntVar(&opts.PayloadWorkers, "payload-workers", opts.PayloadWorkers, "how many payloads are reconciled at once")
+	f.IntVar(&opts.PipelineWorkers, "pipeline-workers", opts.PipelineWorkers, "how many pipelines are reconciled at once (each mostly waits for the API servers of its targets' clusters)")
 	f.DurationVar(&opts.ImportInterval, "import-interval", opts.ImportInterval, "how often components followed by tag are resolved again")
 	f.DurationVar(&opts.RetryBackoff.Base, "retry-backoff", opts.RetryBackoff.Base, "wait before retrying a failed verification run; doubles with each further failure")
 	f.DurationVar(&opts.RetryBackoff.Cap, "retry-backoff-max", opts.RetryBackoff.Cap, "longest wait before retrying a failed verification run")

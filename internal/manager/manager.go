@@ -32,10 +32,10 @@ import (
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/audit"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/jira"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/payload"
 	"github.com/release-controller/release-controller/internal/pipeline"
 	"github.com/release-controller/release-controller/internal/registryclient"
@@ -57,6 +57,8 @@ type Options struct {
 	MetricsCertDir string
 	// ProbeAddr serves /healthz and /readyz; "0" disables them.
 	ProbeAddr string
+	// PprofAddr serves Go's /debug/pprof/ profiles; "" or "0" disables them.
+	PprofAddr string
 	// LeaderElection makes only one replica run the controllers at a time.
 	LeaderElection          bool
 	LeaderElectionNamespace string
@@ -72,6 +74,8 @@ type Options struct {
 	JobEventDelay time.Duration
 	// PayloadWorkers is how many payloads are reconciled at once; zero uses the payload package's default.
 	PayloadWorkers int
+	// PipelineWorkers is how many pipelines are reconciled at once; zero uses the pipeline package's default.
+	PipelineWorkers int
 
 	// Registry talks to the registries of components and payloads; nil uses the default keychain.
 	Registry *registryclient.Client
@@ -215,6 +219,7 @@ func New(cfg *rest.Config, opts Options) (ctrl.Manager, error) {
 		Cache:                   cacheOpts,
 		Metrics:                 opts.metricsServer(),
 		HealthProbeBindAddress:  opts.ProbeAddr,
+		PprofBindAddress:        opts.PprofAddr,
 		LeaderElection:          opts.LeaderElection,
 		LeaderElectionID:        LeaderElectionID,
 		LeaderElectionNamespace: opts.LeaderElectionNamespace,
@@ -294,7 +299,7 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	// Pipelines: promotions into their environments, each logged in the release log.
-	pipelines := &pipeline.Reconciler{Log: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts.releaseLog())}
+	pipelines := &pipeline.Reconciler{Log: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts.releaseLog()), Workers: opts.PipelineWorkers}
 	if err := pipelines.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the pipeline controller: %w", err)
 	}

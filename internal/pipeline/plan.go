@@ -65,27 +65,7 @@ func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision s
 		if i < len(observed) {
 			obs = observed[i]
 		}
-		reachable := true
-		for j, t := range env.Targets {
-			var o TargetObservation
-			if j < len(obs) {
-				o = obs[j]
-			}
-			ts := v1alpha1.TargetStatus{Namespace: t.Namespace, ClusterRef: t.ClusterRef, Revision: o.Revision, Ready: o.Ready, Message: o.Message}
-			if o.Unreachable != "" {
-				reachable = false
-				ts.Ready, ts.Message = false, o.Unreachable
-			}
-			if o.Unknown {
-				reachable = false
-				ts.Ready = false
-			}
-			s.Targets = append(s.Targets, ts)
-		}
-		s.Revision, s.Ready = environmentRevision(s.Targets)
-		if !reachable {
-			s.Ready = false
-		}
+		reachable := observeTargets(&s, env.Targets, obs)
 		envs[i] = s
 
 		// What is due here: the source's newest revision, or what the previous environment
@@ -117,6 +97,43 @@ func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision s
 		actions = append(actions, Action{Env: i, Revision: due})
 	}
 	return envs, actions
+}
+
+// observeTargets sets s's targets, revision and readiness from what was observed of targets
+// (obs[j]: targets[j]; missing ones are unknown), and reports whether every target was
+// observed.
+func observeTargets(s *v1alpha1.EnvironmentStatus, targets []v1alpha1.Target, obs []TargetObservation) (reachable bool) {
+	reachable = true
+	s.Targets = nil
+	for j, t := range targets {
+		var o TargetObservation
+		if j < len(obs) {
+			o = obs[j]
+		}
+		ts := v1alpha1.TargetStatus{Namespace: t.Namespace, ClusterRef: t.ClusterRef, Revision: o.Revision, Ready: o.Ready, Message: o.Message}
+		if o.Unreachable != "" {
+			reachable = false
+			ts.Ready, ts.Message = false, o.Unreachable
+		}
+		if o.Unknown {
+			reachable = false
+			ts.Ready = false
+		}
+		s.Targets = append(s.Targets, ts)
+	}
+	s.Revision, s.Ready = environmentRevision(s.Targets)
+	if !reachable {
+		s.Ready = false
+	}
+	return reachable
+}
+
+// Reobserve sets the targets of envs[i] from new observations: the objects a promotion just
+// patched, as the API server answered. The status written with the promotion then shows the
+// targets at the new revision already, and the informer events of the patch find nothing new
+// to write. It is pure.
+func Reobserve(envs []v1alpha1.EnvironmentStatus, targets []v1alpha1.Target, i int, observed []TargetObservation) {
+	observeTargets(&envs[i], targets, observed)
 }
 
 // environmentRevision is the revision every target is at (empty unless one), and whether

@@ -188,3 +188,36 @@ func TestSetConditions(t *testing.T) {
 		t.Errorf("a failure of a promotion no longer due stays: %+v", c)
 	}
 }
+
+// After a promotion the status shows the patched targets, and the next reconcile, observing
+// the same objects from the cache, computes the same status: nothing to write.
+func TestReobserveAfterPromotion(t *testing.T) {
+	p := threeEnvs(false)
+	observed := [][]TargetObservation{{at("2", true)}, {at("1", true), at("1", true)}, {at("1", true)}}
+	envs, actions := Plan(p, observed, "", t0)
+	if len(actions) != 1 || actions[0].Env != 1 {
+		t.Fatalf("actions = %+v, want staging promoted", actions)
+	}
+	RecordPromotion(envs, actions[0], "uid/staging/2", v1alpha1.StrategyPatch, t0)
+	patched := []TargetObservation{at("2", false), at("2", false)}
+	Reobserve(envs, p.Spec.Environments[1].Targets, 1, patched)
+	staging := envs[1]
+	if staging.Revision != "2" || staging.Ready || staging.LastPromotion == nil || staging.LastPromotion.Revision != "2" {
+		t.Fatalf("staging after the promotion: %+v", staging)
+	}
+	for _, ts := range staging.Targets {
+		if ts.Revision != "2" || ts.Ready || ts.Namespace == "" || ts.ClusterRef != "leaf" {
+			t.Errorf("staging target: %+v", ts)
+		}
+	}
+
+	p.Status.Environments = envs
+	observed[1] = patched
+	again, actions := Plan(p, observed, "", t0.Add(time.Second))
+	if len(actions) != 0 {
+		t.Errorf("the next reconcile promotes again: %+v", actions)
+	}
+	if diff := cmp.Diff(envs, again); diff != "" {
+		t.Errorf("the next reconcile computes another status (-after promotion +next):\n%s", diff)
+	}
+}

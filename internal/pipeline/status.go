@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -90,4 +92,108 @@ func (r *pendingRecords) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.records, key)
+}
+
+// statusWrites remembers the controller's last status write of each pipeline until the cache
+// shows it, so that a reconcile reading the pipeline before then starts from what was written
+// rather than computing a status from the version it replaced: that write would be refused (a
+// conflict, the precondition above) and cost the API server a write for nothing.
+type statusWrites struct {
+	mu     sync.Mutex
+	writes map[types.NamespacedName]statusWrite
+}
+
+type statusWrite struct {
+	// before is the resourceVersion the write replaced, after the one it made.
+	before, after string
+	status        *v1alpha1.PipelineStatus
+}
+
+func (w *statusWrites) remember(key types.NamespacedName, before, after string, status *v1alpha1.PipelineStatus) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.writes == nil {
+		w.writes = map[types.NamespacedName]statusWrite{}
+	}
+	w.writes[key] = statusWrite{before: before, after: after, status: status.DeepCopy()}
+}
+
+// catchUp brings p, as the cache has it, up to the last write when the cache still holds the
+// version that write replaced; otherwise the cache has seen it (or a later one) and the write
+// is forgotten.
+func (w *statusWrites) catchUp(key types.NamespacedName, p *v1alpha1.Pipeline) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	last, ok := w.writes[key]
+	if !ok {
+		return
+	}
+	if p.ResourceVersion != last.before || last.before == last.after {
+		delete(w.writes, key)
+		return
+	}
+	p.Status = *last.status.DeepCopy()
+	p.ResourceVersion = last.after
+}
+
+func (w *statusWrites) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.writes, key)
+}
+
+// ObservationDelay is how long a status change that only says what the targets were observed
+// at (a rollout starting, a target no longer ready) waits before it is written: the changes
+// that follow within it (the rollout finishing, the other targets) share one write, which
+// leaves the API server to the writes that promote. Promotions, approvals and conditions are
+// written at once.
+const ObservationDelay = time.Second
+
+// ObservationsOnly reports whether a pipeline's status moved from before to after only in what
+// its targets were observed at: their revisions, readiness and messages, and the
+// environments' revision and readiness that follow from them. It is pure.
+func ObservationsOnly(before, after *v1alpha1.PipelineStatus) bool {
+	strip := func(s *v1alpha1.PipelineStatus) *v1alpha1.PipelineStatus {
+		s = s.DeepCopy()
+		for i := range s.Environments {
+			e := &s.Environments[i]
+			e.Revision, e.Ready = "", false
+			for j := range e.Targets {
+				t := &e.Targets[j]
+				t.Revision, t.Ready, t.Message = "", false, ""
+			}
+		}
+		return s
+	}
+	return equality.Semantic.DeepEqual(strip(before), strip(after))
+}
+
+// deferredWrites remembers since when each pipeline has an observation-only status change
+// waiting to be written.
+type deferredWrites struct {
+	mu    sync.Mutex
+	since map[types.NamespacedName]time.Time
+}
+
+// wait returns how much longer key's observation-only change waits (zero: write it now); the
+// first call for a change starts its delay.
+func (d *deferredWrites) wait(key types.NamespacedName, now time.Time, delay time.Duration) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.since == nil {
+		d.since = map[types.NamespacedName]time.Time{}
+	}
+	since, ok := d.since[key]
+	if !ok {
+		d.since[key] = now
+		return delay
+	}
+	return max(0, since.Add(delay).Sub(now))
+}
+
+// forget ends key's wait: its status was written, or has nothing to write any more.
+func (d *deferredWrites) forget(key types.NamespacedName) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.since, key)
 }

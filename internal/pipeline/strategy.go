@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,26 +32,42 @@ type patchTarget struct {
 	name    string // for messages: cluster:namespace
 }
 
+// patchConcurrency is how many targets of an environment applyRevision patches at once.
+const patchConcurrency = 8
+
 // applyRevision sets revision in every target by server-side apply (field manager
-// release-controller, forced: the promotion owns the field from now on). Applying the same
-// revision again changes nothing, so a retried promotion is harmless.
-func applyRevision(ctx context.Context, app App, targets []patchTarget, revision string) error {
-	var errs []error
-	for _, t := range targets {
-		if t.current == nil {
-			errs = append(errs, fmt.Errorf("%s: %s %s not found", t.name, app.GVK.Kind, app.Name))
-			continue
-		}
-		obj, err := app.PromotionObject(t.current, revision)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", t.name, err))
-			continue
-		}
-		if err := t.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
-			errs = append(errs, fmt.Errorf("%s: applying revision %s to %s %s: %w", t.name, revision, app.GVK.Kind, app.Name, err))
-		}
+// release-controller, forced: the promotion owns the field from now on), patchConcurrency
+// targets at once so that an environment is promoted in about one round trip. Applying the
+// same revision again changes nothing, so a retried promotion is harmless. It returns the
+// objects as the API server answered (nil where a target failed), in the targets' order.
+func applyRevision(ctx context.Context, app App, targets []patchTarget, revision string) ([]*unstructured.Unstructured, error) {
+	applied := make([]*unstructured.Unstructured, len(targets))
+	errs := make([]error, len(targets))
+	var g errgroup.Group
+	g.SetLimit(patchConcurrency)
+	for i, t := range targets {
+		g.Go(func() error {
+			applied[i], errs[i] = applyTarget(ctx, app, t, revision)
+			return nil
+		})
 	}
-	return errors.Join(errs...)
+	_ = g.Wait() // every error is in errs, in the targets' order
+	return applied, errors.Join(errs...)
+}
+
+func applyTarget(ctx context.Context, app App, t patchTarget, revision string) (*unstructured.Unstructured, error) {
+	if t.current == nil {
+		return nil, fmt.Errorf("%s: %s %s not found", t.name, app.GVK.Kind, app.Name)
+	}
+	obj, err := app.PromotionObject(t.current, revision)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", t.name, err)
+	}
+	// The API server's answer, the whole object, replaces obj.
+	if err := t.writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		return nil, fmt.Errorf("%s: applying revision %s to %s %s: %w", t.name, revision, app.GVK.Kind, app.Name, err)
+	}
+	return obj, nil
 }
 
 // PromotionEvent is the JSON body the notification strategy POSTs.

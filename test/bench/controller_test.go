@@ -103,7 +103,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	// Let the controller settle after its caches filled, then take its size without payloads.
 	time.Sleep(2 * time.Second)
 	rssBefore := rssKB(ctl.Pid())
-	writesStart := scrapeStatusWrites(b, env.Config)
+	writesStart := scrapeStatusWrites(b, env.Config, "releasepayloads")
 
 	// Create the payloads, their succeeded creation jobs and their verification jobs.
 	names := make([]string, n)
@@ -144,7 +144,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	// Wait until every payload is Ready with all its runs recorded: all in flight.
 	w.waitAll(b, ctl, "in flight", names, inFlight)
 	inflightAfter := time.Since(setupStart)
-	writesInflight := scrapeStatusWrites(b, env.Config)
+	writesInflight := scrapeStatusWrites(b, env.Config, "releasepayloads")
 	rssInflight := rssKB(ctl.Pid())
 	progressf("all %d payloads in flight %s after the first was created; controller RSS %d MB (%d MB before)",
 		n, inflightAfter.Round(time.Millisecond), rssInflight>>10, rssBefore>>10)
@@ -174,7 +174,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	}
 	logAtAccept := countLogEntries(b, env, tags)
 	countedAt := time.Now()
-	writesAccepted := scrapeStatusWrites(b, env.Config)
+	writesAccepted := scrapeStatusWrites(b, env.Config, "releasepayloads")
 	progressf("all %d payloads accepted %s after the first jobs were finished (jobs finished in %s); release log holds %d of %d",
 		n, allAccepted.Sub(finishStart).Round(time.Millisecond), finishTook.Round(time.Millisecond), logAtAccept, n)
 

@@ -19,6 +19,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -246,15 +247,15 @@ func rssKB(pid int) int64 {
 	return -1
 }
 
-// statusWrites are the API server's counts of releasepayloads/status requests.
+// statusWrites are the API server's counts of status writes of one resource.
 type statusWrites struct {
 	ok        float64 // PATCH, UPDATE or APPLY answered 2xx
 	conflicts float64 // the same answered 409
 }
 
 // scrapeStatusWrites reads apiserver_request_total from the API server's /metrics (as the
-// admin) and sums the releasepayloads/status writes.
-func scrapeStatusWrites(b *testing.B, cfg *rest.Config) statusWrites {
+// admin) and sums the status writes of resource (releasepayloads, pipelines).
+func scrapeStatusWrites(b *testing.B, cfg *rest.Config, resource string) statusWrites {
 	b.Helper()
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -275,7 +276,7 @@ func scrapeStatusWrites(b *testing.B, cfg *rest.Config) statusWrites {
 	}
 	var w statusWrites
 	metrics.Each("apiserver_request_total", func(labels map[string]string, value float64) {
-		if labels["resource"] != "releasepayloads" || labels["subresource"] != "status" ||
+		if labels["resource"] != resource || labels["subresource"] != "status" ||
 			!slices.Contains([]string{"PATCH", "UPDATE", "APPLY"}, labels["verb"]) {
 			return
 		}
@@ -289,13 +290,8 @@ func scrapeStatusWrites(b *testing.B, cfg *rest.Config) statusWrites {
 	return w
 }
 
-// queueStats are the averages of a controller's work queue, from its own /metrics.
-type queueStats struct{ waitMS, workMS float64 }
-
-// scrapeQueue reads controller-runtime's workqueue histograms of the controller named name
-// from the metrics endpoint at addr: how long items waited in the queue and how long their
-// reconcile took, on average. The queue wait includes the delays items are added with.
-func scrapeQueue(b *testing.B, addr, name string) queueStats {
+// scrapeControllerMetrics reads the metrics the controller serves at addr.
+func scrapeControllerMetrics(b *testing.B, addr string) testbinary.Metrics {
 	b.Helper()
 	text, err := testbinary.Get(context.Background(), "http://"+addr+"/metrics")
 	if err != nil {
@@ -305,6 +301,18 @@ func scrapeQueue(b *testing.B, addr, name string) queueStats {
 	if err != nil {
 		b.Fatalf("reading the controller's metrics: %v", err)
 	}
+	return metrics
+}
+
+// queueStats are the averages of a controller's work queue, from its own /metrics.
+type queueStats struct{ waitMS, workMS float64 }
+
+// scrapeQueue reads controller-runtime's workqueue histograms of the controller named name
+// from the metrics endpoint at addr: how long items waited in the queue and how long their
+// reconcile took, on average. The queue wait includes the delays items are added with.
+func scrapeQueue(b *testing.B, addr, name string) queueStats {
+	b.Helper()
+	metrics := scrapeControllerMetrics(b, addr)
 	avgMS := func(histogram string) float64 {
 		sum, count := metrics.HistogramSum(histogram, map[string]string{"name": name})
 		if count == 0 {
@@ -361,4 +369,49 @@ func watch(b *testing.B, cfg *rest.Config, opts cache.Options, obj client.Object
 		b.Fatalf("the %s informer did not sync", what)
 	}
 	return cancel
+}
+
+// profileCPU starts a CPU profile of the controller serving /debug/pprof/ at addr when
+// BENCH_PPROF names a file; the function it returns waits for the profile (at most
+// BENCH_PPROF_SECONDS, default 30) and writes it there, for `go tool pprof`.
+func profileCPU(b *testing.B, addr string) func() {
+	b.Helper()
+	path := os.Getenv("BENCH_PPROF")
+	if path == "" {
+		return func() {}
+	}
+	seconds := envInt(b, "BENCH_PPROF_SECONDS", 30)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(seconds+30)*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, seconds), nil)
+		if err != nil {
+			done <- err
+			return
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			done <- fmt.Errorf("CPU profile: %s", resp.Status)
+			return
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = io.Copy(f, resp.Body)
+		done <- errors.Join(err, f.Close())
+	}()
+	return func() {
+		if err := <-done; err != nil {
+			b.Fatalf("profiling the controller: %v", err)
+		}
+		progressf("CPU profile of the controller written to %s", path)
+	}
 }

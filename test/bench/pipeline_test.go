@@ -23,7 +23,6 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/pipeline"
 	"github.com/release-controller/release-controller/internal/releaselog"
-	"github.com/release-controller/release-controller/internal/testbinary"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
 
@@ -126,10 +125,11 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 		return nil
 	})
 
-	metricsAddr, probeAddr := freeAddr(b), freeAddr(b)
+	metricsAddr, probeAddr, pprofAddr := freeAddr(b), freeAddr(b), freeAddr(b)
 	ctl := startProcess(b, binary, filepath.Join(dir, "controller.log"),
 		"controller", "--kubeconfig", kubeconfig,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr,
+		"--pprof-bind-address", pprofAddr,
 		"--leader-election-namespace", "default", "--build-image", "release-controller:bench")
 	defer ctl.stop()
 	ctl.waitReady(b, probeAddr)
@@ -147,6 +147,9 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 
 	// Two hops: dev's rollout on leaf a → staging patched on leaf b; staging's rollout on
 	// leaf b → prod patched on the management cluster.
+	profiled := profileCPU(b, pprofAddr)
+	writesBefore := scrapeStatusWrites(b, mgmt.Config, "pipelines")
+	reconcilesBefore := scrapeReconciles(b, metricsAddr, "pipeline")
 	var latencies []time.Duration
 	for hop := range len(benchEnvironments) - 1 {
 		from, to := benchEnvironments[hop], benchEnvironments[hop+1]
@@ -182,6 +185,9 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 		lp := envStatusOf(p, "prod").LastPromotion
 		return lp != nil && lp.Revision == "2"
 	})
+	profiled()
+	writes := scrapeStatusWrites(b, mgmt.Config, "pipelines")
+	reconciles := scrapeReconciles(b, metricsAddr, "pipeline") - reconcilesBefore
 	rss := rssKB(ctl.Pid())
 	stats := scrapePipelineStats(b, metricsAddr)
 	slices.Sort(latencies)
@@ -193,6 +199,9 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 		"clusters", stats.Clusters, "informers", stats.Informers,
 		"p50_ms", p50.Milliseconds(), "p99_ms", p99.Milliseconds(), "max_ms", latencies[len(latencies)-1].Milliseconds(),
 		"rss_mb", rss>>10, "rss_before_mb", rssBefore>>10, "promotions", len(latencies),
+		"status_writes_per_promotion", fmt.Sprintf("%.2f", (writes.ok-writesBefore.ok)/float64(len(latencies))),
+		"conflicts", writes.conflicts-writesBefore.conflicts,
+		"reconciles_per_promotion", fmt.Sprintf("%.2f", reconciles/float64(len(latencies))),
 		"pipeline_queue_ms", fmt.Sprintf("%.0f", queue.waitMS), "pipeline_reconcile_ms", fmt.Sprintf("%.1f", queue.workMS),
 		"seconds", fmt.Sprintf("%.0f", time.Since(runStart).Seconds()),
 	)
@@ -432,18 +441,20 @@ func (w *imageWatch) waitAll(b *testing.B, ctl *process, what string) {
 
 func (w *imageWatch) stop() { w.cancel() }
 
+// scrapeReconciles reads how many reconciles the controller named name has run, from the
+// metrics endpoint at addr.
+func scrapeReconciles(b *testing.B, addr, name string) float64 {
+	b.Helper()
+	metrics := scrapeControllerMetrics(b, addr)
+	n, _ := metrics.Sum("controller_runtime_reconcile_total", map[string]string{"controller": name})
+	return n
+}
+
 // scrapePipelineStats reads the pipeline controller's clusters and informers gauges from its
 // /metrics.
 func scrapePipelineStats(b *testing.B, addr string) pipeline.Stats {
 	b.Helper()
-	text, err := testbinary.Get(context.Background(), "http://"+addr+"/metrics")
-	if err != nil {
-		b.Fatalf("scraping the controller's metrics: %v", err)
-	}
-	metrics, err := testbinary.ParseMetrics(text)
-	if err != nil {
-		b.Fatalf("reading the controller's metrics: %v", err)
-	}
+	metrics := scrapeControllerMetrics(b, addr)
 	clusters, ok1 := metrics.Sum(pipeline.MetricClusters, nil)
 	informers, ok2 := metrics.Sum(pipeline.MetricInformers, nil)
 	if !ok1 || !ok2 {
