@@ -48,6 +48,9 @@ run: build control-plane ## Start the embedded local environment (release-contro
 	@echo "==> bin/release-controller dev --data-dir $(DATA_DIR)"
 	@PATH="$(BIN):$(CONTROL_PLANE):$$PATH" $(BIN)/release-controller dev --data-dir $(DATA_DIR) --control-plane-bin $(CONTROL_PLANE)
 
+# -timeout 30m: go test's default of 10 minutes per package is too short on a cold cache
+# (internal/imagebuild compiles the binary with -trimpath, which shares no cache entry with the
+# tests' builds) and near UTC midnight (test/rbac waits for the day to turn).
 # containers_image_openpgp: the test that verifies our signatures with containers/image uses
 # its pure-Go OpenPGP mechanism, not gpgme (cgo).
 TEST_TAGS := containers_image_openpgp
@@ -55,7 +58,7 @@ TEST_TAGS := containers_image_openpgp
 .PHONY: test
 test: control-plane chromium verify-generated lint ## Run every test against a real API server (builds it first); golangci-lint (with govet) included.
 	@echo "==> go test ./... (KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS))"
-	$(GO) test -count=1 -tags $(TEST_TAGS) ./...
+	$(GO) test -count=1 -timeout 30m -tags $(TEST_TAGS) ./...
 
 ##@ Development
 
