@@ -18,8 +18,8 @@ import (
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/stream"
-	"github.com/release-controller/release-controller/internal/verify"
 )
 
 // TestReleaseFlow follows a stream from its first payload to an accepted, published release,
@@ -43,7 +43,7 @@ func TestReleaseFlow(t *testing.T) {
 		v1alpha1.PinnedComponent{Name: "web", Image: web, Source: repo(ns, "web") + ":latest"},
 	))
 	g.Expect(first.Spec.PayloadVerificationConfig.Verifications).To(HaveLen(2))
-	creation := waitJob(t, ns, stream.CreationJobName(first.Name))
+	creation := waitJob(t, ns, jobcontract.CreationJobName(first.Name))
 	g.Expect(creation.Labels).To(Equal(map[string]string{
 		v1alpha1.LabelStream: "nightly", v1alpha1.LabelPayload: first.Name, v1alpha1.LabelJobType: v1alpha1.JobTypeCreation,
 	}))
@@ -55,7 +55,7 @@ func TestReleaseFlow(t *testing.T) {
 	})
 
 	firstImage := build(t, &first)
-	e2e := waitJob(t, ns, verify.RunName(first.Name, "e2e", 1))
+	e2e := waitJob(t, ns, jobcontract.RunName(first.Name, "e2e", 1))
 	g.Expect(envOf(e2e)).To(Equal(map[string]string{
 		v1alpha1.EnvReleaseImageLatest: firstImage, v1alpha1.EnvReleaseTag: first.Name, v1alpha1.EnvReleaseStream: "nightly",
 	}))
@@ -85,11 +85,11 @@ func TestReleaseFlow(t *testing.T) {
 	second := waitPayloads(t, ns, 2)[0]
 	g.Expect(second.Spec.Components).To(ContainElement(v1alpha1.PinnedComponent{Name: "api", Image: newAPI, Source: repo(ns, "api") + ":latest"}))
 	build(t, &second)
-	upgradeJob := waitJob(t, ns, verify.RunName(second.Name, "upgrade", 1))
+	upgradeJob := waitJob(t, ns, jobcontract.RunName(second.Name, "upgrade", 1))
 	g.Expect(envOf(upgradeJob)).To(HaveKeyWithValue(v1alpha1.EnvReleaseImageInitial, firstImage))
 	g.Expect(upgradeJob.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationUpgradeFrom, first.Name))
 	finish(t, upgradeJob, false)
-	finish(t, waitJob(t, ns, verify.RunName(second.Name, "e2e", 1)), true)
+	finish(t, waitJob(t, ns, jobcontract.RunName(second.Name, "e2e", 1)), true)
 	waitPayload(t, ns, second.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
 		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseRejected))
 	})
@@ -159,7 +159,7 @@ func TestRejectedPayloadSurvivesANewerAcceptance(t *testing.T) {
 		}
 		p := waitPayloads(t, ns, n)[0] // nothing is collected before the third is accepted
 		build(t, &p)
-		finish(t, waitJob(t, ns, verify.RunName(p.Name, "e2e", 1)), pass)
+		finish(t, waitJob(t, ns, jobcontract.RunName(p.Name, "e2e", 1)), pass)
 		return *waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) { g.Expect(p.Status.Phase).To(Equal(phase)) })
 	}
 	first := verdict(1, true, v1alpha1.PhaseAccepted)
@@ -219,7 +219,7 @@ func TestMaxUnreadyReleases(t *testing.T) {
 		g.Expect(c.Message).To(ContainSubstring(first.Name))
 	})
 	NewWithT(t).Consistently(func(g Gomega) { g.Expect(payloads(g, ns)).To(HaveLen(1)) }).WithTimeout(time.Second).Should(Succeed())
-	finish(t, waitJob(t, ns, verify.RunName(first.Name, "e2e", 1)), false)
+	finish(t, waitJob(t, ns, jobcontract.RunName(first.Name, "e2e", 1)), false)
 	waitPayloads(t, ns, 2)
 }
 
@@ -246,7 +246,7 @@ func TestSupersededPendingPayloadIsAborted(t *testing.T) {
 	pushImage(t, repo(ns, "api")+":latest", nil)
 	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.MaxUnreadyReleases = 3 }, "api")
 	first := waitPayloads(t, ns, 1)[0]
-	waitJob(t, ns, stream.CreationJobName(first.Name))
+	waitJob(t, ns, jobcontract.CreationJobName(first.Name))
 	pushImage(t, repo(ns, "api")+":latest", map[string]string{"build": "2"})
 	waitPayloads(t, ns, 2)
 	aborted := waitPayload(t, ns, first.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
@@ -257,7 +257,7 @@ func TestSupersededPendingPayloadIsAborted(t *testing.T) {
 		t.Errorf("PayloadFailed = %+v", failed)
 	}
 	NewWithT(t).Eventually(func() bool {
-		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: stream.CreationJobName(first.Name)}, &batchv1.Job{})
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: jobcontract.CreationJobName(first.Name)}, &batchv1.Job{})
 		return apierrors.IsNotFound(err)
 	}).Should(BeTrue())
 }
@@ -270,8 +270,8 @@ func TestRetriedVerification(t *testing.T) {
 	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.Verification = []v1alpha1.Verification{e2e} }, "api")
 	p := waitPayloads(t, ns, 1)[0]
 	build(t, &p)
-	finish(t, waitJob(t, ns, verify.RunName(p.Name, "e2e", 1)), false)
-	retry := waitJob(t, ns, verify.RunName(p.Name, "e2e", 2))
+	finish(t, waitJob(t, ns, jobcontract.RunName(p.Name, "e2e", 1)), false)
+	retry := waitJob(t, ns, jobcontract.RunName(p.Name, "e2e", 2))
 	if retry.Annotations[v1alpha1.AnnotationAttempt] != "2" {
 		t.Errorf("retry annotations %v", retry.Annotations)
 	}
@@ -295,7 +295,7 @@ func TestProwJobVerification(t *testing.T) {
 	image := build(t, &p)
 	pj := &prowv1.ProwJob{}
 	NewWithT(t).Eventually(func(g Gomega) {
-		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: verify.RunName(p.Name, "e2e-aws", 1)}, pj)).To(Succeed())
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: jobcontract.RunName(p.Name, "e2e-aws", 1)}, pj)).To(Succeed())
 		g.Expect(pj.Status.State).To(Equal(prowv1.TriggeredState))
 	}).WithTimeout(waitTimeout).Should(Succeed())
 	if pj.Spec.Type != prowv1.PeriodicJob || pj.Spec.PodSpec.Containers[0].Env[0].Value != image {

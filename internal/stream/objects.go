@@ -21,11 +21,6 @@ func UpgradeGraphName(stream string) string {
 	return jobcontract.ObjectName(stream, "upgrade-graph")
 }
 
-// CreationJobName is the name of a payload's creation job (jobcontract.CreationJobName).
-func CreationJobName(tag string) string {
-	return jobcontract.CreationJobName(tag)
-}
-
 // NewPayload is the payload of stream for tag, pinning components and copying the stream's
 // verification list, so later edits of the stream do not change it.
 func NewPayload(stream *v1alpha1.ReleaseStream, tag, hash string, components []v1alpha1.PinnedComponent) *v1alpha1.ReleasePayload {

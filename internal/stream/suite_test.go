@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/jobstatus"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registry"
@@ -216,7 +217,7 @@ func finish(t testing.TB, job *batchv1.Job, succeeded bool) {
 func build(t testing.TB, p *v1alpha1.ReleasePayload) string {
 	t.Helper()
 	image := pushImage(t, p.Spec.PayloadCreationConfig.Repository+":"+p.Name, map[string]string{"io.release-controller.release": p.Name})
-	finish(t, waitJob(t, p.Namespace, stream.CreationJobName(p.Name)), true)
+	finish(t, waitJob(t, p.Namespace, jobcontract.CreationJobName(p.Name)), true)
 	waitPayload(t, p.Namespace, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
 		g.Expect(p.Status.PayloadImage).To(Equal(image))
 	})

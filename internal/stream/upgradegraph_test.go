@@ -14,8 +14,8 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/stream"
-	"github.com/release-controller/release-controller/internal/verify"
 )
 
 // TestHandMadeUpgradeGraph: a ConfigMap named like the stream's upgrade graph that the stream
@@ -44,7 +44,7 @@ func TestHandMadeUpgradeGraph(t *testing.T) {
 	pushImage(t, repo(ns, "api")+":latest", map[string]string{"build": "2"})
 	second := waitPayloads(t, ns, 2)[0]
 	build(t, &second)
-	finish(t, waitJob(t, ns, verify.RunName(second.Name, "upgrade", 1)), true)
+	finish(t, waitJob(t, ns, jobcontract.RunName(second.Name, "upgrade", 1)), true)
 	waitPayload(t, ns, second.Name, func(g Gomega, p *v1alpha1.ReleasePayload) { g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseAccepted)) })
 
 	waitStream(t, s, func(g Gomega, s *v1alpha1.ReleaseStream) {

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/stream"
@@ -277,7 +278,7 @@ func createReadPayload(ctx context.Context, c client.Client, streamName, tag, pr
 			{Type: v1alpha1.ConditionPayloadCreated, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonCreationJobSucceeded, LastTransitionTime: now},
 			{Type: verdict, Status: metav1.ConditionTrue, Reason: string(phase), Message: "verifications finished", LastTransitionTime: now},
 		},
-		ReleaseCreationJobResult: v1alpha1.ReleaseCreationJobResult{Namespace: readNamespace, Name: stream.CreationJobName(tag), Status: v1alpha1.CreationJobSuccess},
+		ReleaseCreationJobResult: v1alpha1.ReleaseCreationJobResult{Namespace: readNamespace, Name: jobcontract.CreationJobName(tag), Status: v1alpha1.CreationJobSuccess},
 	}
 	if built != nil {
 		p.Status.PayloadImage = built.image

@@ -12,9 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/releaseimage"
-	"github.com/release-controller/release-controller/internal/stream"
-	"github.com/release-controller/release-controller/internal/verify"
 )
 
 // inspect is a verification that really reads the payload: every component must carry its
@@ -37,7 +36,7 @@ func TestComponentChangeIsBuiltVerifiedAcceptedAndPublished(t *testing.T) {
 		t.Errorf("payload image holds %+v", info)
 	}
 	NewWithT(t).Eventually(func() string { return digestOf(t, repo(ns, "release")+":latest") }).WithTimeout(waitTimeout).Should(Equal(p.Status.PayloadImage))
-	if log := logOf(t, ns, verify.RunName(p.Name, "e2e", 1)); !strings.Contains(log, "inspected "+p.Name) {
+	if log := logOf(t, ns, jobcontract.RunName(p.Name, "e2e", 1)); !strings.Contains(log, "inspected "+p.Name) {
 		t.Errorf("verification log: %s", log)
 	}
 
@@ -99,7 +98,7 @@ func TestBrokenComponentFailsCreation(t *testing.T) {
 	if c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionPayloadFailed); c.Reason != v1alpha1.ReasonCreationJobFailed || !strings.Contains(c.Message, "the components mix platforms") {
 		t.Errorf("PayloadFailed: %+v", c)
 	}
-	if log := logOf(t, ns, stream.CreationJobName(p.Name)); !strings.Contains(log, "the components mix platforms") {
+	if log := logOf(t, ns, jobcontract.CreationJobName(p.Name)); !strings.Contains(log, "the components mix platforms") {
 		t.Errorf("creation job log does not say why: %s", log)
 	}
 	NewWithT(t).Consistently(func(g Gomega) { g.Expect(jobsOf(g, ns, p.Name)).To(HaveLen(1)) }).WithTimeout(2 * time.Second).Should(Succeed())

@@ -38,6 +38,7 @@ import (
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaselog"
@@ -320,7 +321,7 @@ func TestComponentsRunAsTheirOwnServiceAccounts(t *testing.T) {
 	outputs := componentOutputs(t, controllerProc, apiProc, cliOutput.String(), logDir)
 	// Each payload was built by `payload build`, which printed the image it pushed.
 	for _, p := range []v1alpha1.ReleasePayload{p1, p2, p3, p4} {
-		if out := outputs["job "+ns+"/"+stream.CreationJobName(p.Name)+".log"]; !strings.Contains(out, p.Status.PayloadImage) {
+		if out := outputs["job "+ns+"/"+jobcontract.CreationJobName(p.Name)+".log"]; !strings.Contains(out, p.Status.PayloadImage) {
 			t.Errorf("the creation job of %s did not print its image %s: %q", p.Name, p.Status.PayloadImage, out)
 		}
 	}

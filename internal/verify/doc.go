@@ -4,11 +4,3 @@
 // creates the objects. Names, labels and annotations of the runs are the job contract's
 // (package jobcontract).
 package verify
-
-import "github.com/release-controller/release-controller/internal/jobcontract"
-
-// RunName is the deterministic name of a verification run's Job or ProwJob
-// (jobcontract.RunName), for callers that think in runs.
-func RunName(tag, verification string, attempt int32) string {
-	return jobcontract.RunName(tag, verification, attempt)
-}
