@@ -113,18 +113,24 @@ images:
 }
 
 // TestKustomizeMonitoring builds config/monitoring (config/default with the ServiceMonitor
-// component) and applies it on an API server that serves the Prometheus Operator's
+// component) and config/monitoring-secure (also with the metrics-auth component) and applies
+// each on an API server that serves the Prometheus Operator's
 // ServiceMonitor (a minimal CRD installed here).
 func TestKustomizeMonitoring(t *testing.T) {
 	installServiceMonitorCRD(t)
-	objs := kustomizeBuild(t, filepath.Join(root, "config", "monitoring"))
-	for _, name := range []string{"release-controller-controller", "release-controller-api"} {
-		if got := find(t, objs, "ServiceMonitor", name).GetNamespace(); got != "release-controller-system" {
-			t.Errorf("ServiceMonitor %s in namespace %q, want release-controller-system", name, got)
-		}
+	for _, overlay := range []string{"monitoring", "monitoring-secure"} {
+		t.Run(overlay, func(t *testing.T) {
+			objs := kustomizeBuild(t, filepath.Join(root, "config", overlay))
+			for _, name := range []string{"release-controller-controller", "release-controller-api"} {
+				if got := find(t, objs, "ServiceMonitor", name).GetNamespace(); got != "release-controller-system" {
+					t.Errorf("ServiceMonitor %s in namespace %q, want release-controller-system", name, got)
+				}
+			}
+			checkWiring(t, objs)
+			checkFlags(t, objs)
+			applyTwice(t, objs)
+		})
 	}
-	checkWiring(t, objs)
-	applyTwice(t, objs)
 }
 
 // TestHelmChart renders the chart with its defaults and with other values, checks each
@@ -226,6 +232,16 @@ func TestHelmChart(t *testing.T) {
 			deploys := deployments(t, objs)
 			runComponents(t, deploys["ops-release-controller-controller"], deploys["ops-release-controller-api"], repo+"-build:v2")
 		},
+	}, {
+		name: "secure metrics, API over HTTPS", release: "sec", namespaces: []string{"sec-system", "monitoring"},
+		values: secureMetricsValues(repo),
+		check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			checkSecureMetricsObjects(t, objs, "sec-release-controller")
+		},
+		installed: func(t *testing.T, objs []*unstructured.Unstructured) {
+			deploys := deployments(t, objs)
+			runSecureMetrics(t, deploys["sec-release-controller-controller"], deploys["sec-release-controller-api"])
+		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, ns := range tc.namespaces {
@@ -283,9 +299,25 @@ func TestHelmChartRefusesBadValues(t *testing.T) {
 // Namespace, which helm install --create-namespace makes), with the same RBAC rules and the
 // same pod hardening.
 func TestHelmChartMatchesKustomize(t *testing.T) {
+	t.Run("default", func(t *testing.T) {
+		checkHelmMatchesKustomize(t, "default", map[string]any{"image": map[string]any{"repository": "release-controller"}})
+	})
+	t.Run("monitoring-secure", func(t *testing.T) {
+		values := secureMetricsValues("release-controller")
+		// The kustomize component makes its own certificate, serves the API server over
+		// plain HTTP, and leaves binding the reader role to the installer.
+		values["metrics"] = map[string]any{"secure": true}
+		delete(values, "api")
+		checkHelmMatchesKustomize(t, "monitoring-secure", values)
+	})
+}
+
+// checkHelmMatchesKustomize compares the chart rendered with values to config/<overlay>: the
+// same objects, roles, bindings, pods, ServiceMonitor endpoints and flags.
+func checkHelmMatchesKustomize(t *testing.T, overlay string, values map[string]any) {
 	const ns = "release-controller-system"
-	kust := kustomizeBuild(t, filepath.Join(root, "config", "default"))
-	helm, err := helmTemplate("release-controller", ns, map[string]any{"image": map[string]any{"repository": "release-controller"}})
+	kust := kustomizeBuild(t, filepath.Join(root, "config", overlay))
+	helm, err := helmTemplate("release-controller", ns, values)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,6 +343,12 @@ func TestHelmChartMatchesKustomize(t *testing.T) {
 				if !reflect.DeepEqual(h.Object[field], k.Object[field]) {
 					t.Errorf("%s: %s differs:\n  chart %v\n  kustomize %v", id(k), field, h.Object[field], k.Object[field])
 				}
+			}
+		case "ServiceMonitor":
+			h := find(t, helm, k.GetKind(), k.GetName())
+			hs, ks := h.Object["spec"].(map[string]any), k.Object["spec"].(map[string]any)
+			if !reflect.DeepEqual(hs["endpoints"], ks["endpoints"]) {
+				t.Errorf("%s: the endpoints differ:\n  chart %v\n  kustomize %v", id(k), hs["endpoints"], ks["endpoints"])
 			}
 		}
 	}
@@ -408,6 +446,9 @@ func checkWiring(t testing.TB, objs []*unstructured.Unstructured) {
 		if !has[role] {
 			t.Errorf("%s binds %s, which is not installed", id(u), role)
 		}
+		if isMetricsReader(ref["name"].(string)) {
+			continue // its subjects are Prometheus' accounts, installed by others
+		}
 		for _, s := range u.Object["subjects"].([]any) {
 			s := s.(map[string]any)
 			if sa := fmt.Sprintf("ServiceAccount %s/%s", s["namespace"], s["name"]); s["kind"] != "ServiceAccount" || !has[sa] {
@@ -416,7 +457,7 @@ func checkWiring(t testing.TB, objs []*unstructured.Unstructured) {
 		}
 	}
 	for _, u := range objs {
-		if k := u.GetKind(); (k == "Role" || k == "ClusterRole") && !bound[id(u)] {
+		if k := u.GetKind(); (k == "Role" || k == "ClusterRole") && !bound[id(u)] && !isMetricsReader(u.GetName()) {
 			t.Errorf("%s is bound to nobody", id(u))
 		}
 	}
@@ -517,6 +558,12 @@ func releaseController(t testing.TB) string {
 // checkFlags runs the release-controller binary with each Deployment's args, and with a
 // payload creation Job's command, plus --help: the binary refuses an unknown flag or a bad
 // value, so the manifests pass only flags it has.
+// isMetricsReader reports whether role is the ClusterRole granting /metrics, which the
+// installer binds to Prometheus' service account (or nobody, until it scrapes).
+func isMetricsReader(role string) bool {
+	return strings.HasSuffix(role, "-metrics-reader")
+}
+
 func checkFlags(t testing.TB, objs []*unstructured.Unstructured) {
 	t.Helper()
 	bin := releaseController(t)

@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,7 +46,7 @@ func runComponents(t *testing.T, controller, api *appsv1.Deployment, wantImage s
 		d := controller
 		probes, metrics := freeAddr(t), freeAddr(t)
 		p := startAsDeployment(t, d, "--health-probe-bind-address="+probes, "--metrics-bind-address="+metrics)
-		waitOK(t, p, "http://"+probes+"/readyz")
+		waitOK(t, p, http.DefaultClient, "http://"+probes+"/readyz")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		for {
@@ -69,8 +70,8 @@ func runComponents(t *testing.T, controller, api *appsv1.Deployment, wantImage s
 	t.Run("api", func(t *testing.T) {
 		listen := freeAddr(t)
 		p := startAsDeployment(t, api, "--listen="+listen)
-		waitOK(t, p, "http://"+listen+"/healthz")
-		waitOK(t, p, "http://"+listen+"/")
+		waitOK(t, p, http.DefaultClient, "http://"+listen+"/healthz")
+		waitOK(t, p, http.DefaultClient, "http://"+listen+"/")
 		stopAndCheckLog(t, p)
 	})
 }
@@ -99,9 +100,17 @@ func startAsDeployment(t *testing.T, d *appsv1.Deployment, extra ...string) *tes
 			t.Fatalf("%s: env %s from %v is not played here", d.Name, e.Name, e.ValueFrom)
 		}
 	}
+	mounts := secretMounts(t, d)
 	args := make([]string, 0, len(c.Args)+len(extra)+2)
 	for _, a := range c.Args {
-		args = append(args, expand(a, env))
+		a = expand(a, env)
+		for mountPath, dir := range mounts {
+			a = strings.ReplaceAll(a, mountPath+"/", dir+"/")
+			if name, value, ok := strings.Cut(a, "="); ok && value == mountPath {
+				a = name + "=" + dir
+			}
+		}
+		args = append(args, a)
 	}
 	args = append(args, extra...)
 	args = append(args, "--kubeconfig", serviceAccountKubeconfig(t, d.Namespace, d.Spec.Template.Spec.ServiceAccountName))
@@ -116,6 +125,37 @@ func startAsDeployment(t *testing.T, d *appsv1.Deployment, extra ...string) *tes
 	}
 	t.Cleanup(func() { p.Stop(10 * time.Second) })
 	return p
+}
+
+// secretMounts plays the kubelet's Secret volumes of d's container: each Secret's keys are
+// written as files to a folder of their own, returned by the volume's mount path.
+func secretMounts(t *testing.T, d *appsv1.Deployment) map[string]string {
+	t.Helper()
+	secrets := map[string]string{}
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil {
+			secrets[v.Name] = v.Secret.SecretName
+		}
+	}
+	mounts := map[string]string{}
+	for _, m := range d.Spec.Template.Spec.Containers[0].VolumeMounts {
+		name, ok := secrets[m.Name]
+		if !ok {
+			continue
+		}
+		secret := &corev1.Secret{}
+		if err := admin.Get(context.Background(), client.ObjectKey{Namespace: d.Namespace, Name: name}, secret); err != nil {
+			t.Fatalf("Deployment %s mounts Secret %s: %v", d.Name, name, err)
+		}
+		dir := t.TempDir()
+		for key, data := range secret.Data {
+			if err := os.WriteFile(filepath.Join(dir, key), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mounts[m.MountPath] = dir
+	}
+	return mounts
 }
 
 // varRef is the kubelet's $(VAR) reference in args.
@@ -150,12 +190,12 @@ func serviceAccountKubeconfig(t testing.TB, namespace, name string) string {
 	return path
 }
 
-// waitOK waits up to a minute for url to answer 200.
-func waitOK(t testing.TB, p *testbinary.Process, url string) {
+// waitOK waits up to a minute for url to answer 200 to c.
+func waitOK(t testing.TB, p *testbinary.Process, c *http.Client, url string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		resp, err := http.Get(url)
+		resp, err := c.Get(url)
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
