@@ -44,6 +44,7 @@ type Reconciler struct {
 	Events events.EventRecorder
 
 	bursts bursts
+	writes writes
 	report eventlog.Recorder
 }
 
@@ -73,6 +74,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, &payload); err != nil {
 		r.bursts.end(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.writes.behind(req.NamespacedName, payload.ResourceVersion, now) {
+		return ctrl.Result{RequeueAfter: ConflictRetryDelay}, nil
 	}
 	obs, err := r.observe(ctx, &payload)
 	if err != nil {
@@ -105,6 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("writing status of payload %s: %w", req, err)
 	}
 	StatusWrites.Inc()
+	r.writes.note(req.NamespacedName, payload.ResourceVersion, now)
 	r.reportTransitions(ctx, &payload, &old.Status, now)
 	return ctrl.Result{}, nil
 }
@@ -185,9 +190,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("releasepayload").
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Watches(&v1alpha1.ReleasePayload{}, r.payloadEvents(), builder.WithPredicates(ignoreStatusOnlyUpdates{})).
-		WatchesRawSource(r.Jobs.Source(func(rec *JobRecord, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			r.jobEvent(rec.PayloadKey, q)
-		})).
+		WatchesRawSource(r.Jobs.Source(r.recordEvent)).
 		Watches(&corev1.Pod{}, r.jobEvents()).
 		Complete(r)
 }
@@ -202,6 +205,25 @@ func (r *Reconciler) jobEvent(key string, q workqueue.TypedRateLimitingInterface
 	payload := types.NamespacedName{Namespace: namespace, Name: name}
 	r.bursts.event(payload, r.Clock.Now())
 	q.AddAfter(reconcile.Request{NamespacedName: payload}, r.JobEventDelay)
+}
+
+// recordEvent handles a change of one of the payload's job records as jobEvent does, except
+// when it is a run that finished and no run of the payload is left running: then the verdict
+// may be due, and the payload is reconciled at once (see RunsFinished).
+func (r *Reconciler) recordEvent(rec *JobRecord, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if rec.PayloadKey == "" || !rec.isRun() || !rec.State.IsTerminal() {
+		r.jobEvent(rec.PayloadKey, q)
+		return
+	}
+	namespace, name := jobcontract.SplitPayloadKey(rec.PayloadKey)
+	records, err := r.Jobs.ByPayload(context.Background(), namespace, name)
+	if err != nil || !RunsFinished(records) {
+		r.jobEvent(rec.PayloadKey, q)
+		return
+	}
+	payload := types.NamespacedName{Namespace: namespace, Name: name}
+	r.bursts.event(payload, r.Clock.Now())
+	q.Add(reconcile.Request{NamespacedName: payload})
 }
 
 // payloadEvents enqueues a payload on its events; a new payload's creation is handled as a

@@ -131,10 +131,12 @@ func TestAggregatedJob(t *testing.T) {
 			for i, pass := range tt.passes {
 				finish(t, createRun(t, ns, tag, "aggregated-e2e", i+1), pass)
 			}
-			p := waitFor(t, ns, tag, phaseIs(tt.phase))
-			if v := verification(p, "aggregated-e2e"); len(v.Runs) != 4 {
-				t.Errorf("recorded %d runs, want 4: %+v", len(v.Runs), v)
-			}
+			// Below the ratio the verdict may come before the last run finishes (2 failures
+			// already leave 3 of 4 out of reach); the runs finishing later are still recorded.
+			waitFor(t, ns, tag, func(g Gomega, p *v1alpha1.ReleasePayload) {
+				phaseIs(tt.phase)(g, p)
+				g.Expect(verification(p, "aggregated-e2e").Runs).To(HaveLen(4))
+			})
 		})
 	}
 }

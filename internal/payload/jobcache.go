@@ -112,9 +112,14 @@ func (r *JobRecord) setOwner(obj metav1.Object) {
 	r.UpgradeFrom = intern(j.UpgradeFrom)
 }
 
+// isRun reports whether the record is of a verification run.
+func (r *JobRecord) isRun() bool {
+	return r.JobType == v1alpha1.JobTypeVerification && r.Verification != ""
+}
+
 // Run is the verification run the record shows; ok is false for records of other jobs.
 func (r *JobRecord) Run() (run ObservedRun, ok bool) {
-	if r.JobType != v1alpha1.JobTypeVerification || r.Verification == "" {
+	if !r.isRun() {
 		return ObservedRun{}, false
 	}
 	return ObservedRun{Verification: r.Verification, Run: v1alpha1.JobRun{

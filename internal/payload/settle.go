@@ -110,3 +110,86 @@ func WriteBeforeSettled(old, computed v1alpha1.PayloadPhase) bool {
 func OpensBurst(status *v1alpha1.ReleasePayloadStatus) bool {
 	return status.Phase == "" && len(status.Conditions) == 0
 }
+
+// RunsFinished reports whether records, the jobs of one payload, hold verification runs and
+// all of them are over. A payload whose last run just finished is reconciled at once, not
+// JobEventDelay later: its verdict is its last status write, so waiting for more events of
+// the burst would only delay it.
+func RunsFinished(records []*JobRecord) bool {
+	runs := 0
+	for _, r := range records {
+		if !r.isRun() {
+			continue
+		}
+		if !r.State.IsTerminal() {
+			return false
+		}
+		runs++
+	}
+	return runs > 0
+}
+
+// A payload reconciled at once after its status write (its last run finished right after an
+// earlier write) may be read from a cache that does not show that write yet; its patch would
+// then fail on the optimistic lock. So each status write is remembered for a moment, and a
+// reconcile that reads an older version waits for the cache instead of sending the patch.
+
+// CacheCatchUp bounds how long a reconcile waits for the cache to show the controller's own
+// status write; after it, another writer's later version (the stream controller's, a user's)
+// is taken as it is.
+const CacheCatchUp = 2 * time.Second
+
+// CacheBehind reports whether a payload read at now with resourceVersion cached predates the
+// controller's own write, which the API server answered with resourceVersion written at
+// writtenAt: the versions differ and the write is less than CacheCatchUp old.
+func CacheBehind(cached, written string, writtenAt, now time.Time) bool {
+	return written != "" && cached != written && now.Sub(writtenAt) < CacheCatchUp
+}
+
+// lastWrite is the resourceVersion a status write returned, and when.
+type lastWrite struct {
+	resourceVersion string
+	at              time.Time
+}
+
+// writes holds each payload's last status write while the cache may still lag behind it.
+type writes struct {
+	mu    sync.Mutex
+	m     map[types.NamespacedName]lastWrite
+	swept time.Time
+}
+
+// note records the status write of payload that returned resourceVersion at now, and forgets
+// the writes the cache has had time to catch up with.
+func (w *writes) note(payload types.NamespacedName, resourceVersion string, now time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.m == nil {
+		w.m = map[types.NamespacedName]lastWrite{}
+	}
+	if now.Sub(w.swept) > CacheCatchUp {
+		for key, lw := range w.m {
+			if now.Sub(lw.at) >= CacheCatchUp {
+				delete(w.m, key)
+			}
+		}
+		w.swept = now
+	}
+	w.m[payload] = lastWrite{resourceVersion: resourceVersion, at: now}
+}
+
+// behind reports whether payload, read from the cache with resourceVersion cached at now,
+// does not show its last status write yet (CacheBehind).
+func (w *writes) behind(payload types.NamespacedName, cached string, now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	lw, ok := w.m[payload]
+	if !ok {
+		return false
+	}
+	if !CacheBehind(cached, lw.resourceVersion, lw.at, now) {
+		delete(w.m, payload)
+		return false
+	}
+	return true
+}

@@ -100,3 +100,56 @@ func TestOpensBurst(t *testing.T) {
 		})
 	}
 }
+
+func TestRunsFinished(t *testing.T) {
+	run := func(verification string, state v1alpha1.JobState) *JobRecord {
+		return &JobRecord{JobType: v1alpha1.JobTypeVerification, Verification: verification, State: state}
+	}
+	creation := &JobRecord{JobType: v1alpha1.JobTypeCreation, State: v1alpha1.JobPending}
+	tests := []struct {
+		name    string
+		records []*JobRecord
+		want    bool
+	}{
+		{name: "no jobs", want: false},
+		{name: "only the creation job", records: []*JobRecord{{JobType: v1alpha1.JobTypeCreation, State: v1alpha1.JobSuccess}}, want: false},
+		{name: "a run still going", records: []*JobRecord{run("e2e", v1alpha1.JobSuccess), run("upgrade", v1alpha1.JobPending)}, want: false},
+		{name: "every run over, whatever its result", records: []*JobRecord{
+			run("e2e", v1alpha1.JobSuccess), run("upgrade", v1alpha1.JobFailure), run("gone", v1alpha1.JobUnknown), run("skip", v1alpha1.JobSkipped),
+		}, want: true},
+		{name: "a creation job still running does not count as a run", records: []*JobRecord{creation, run("e2e", v1alpha1.JobSuccess)}, want: true},
+		{name: "a verification label without a name is not a run", records: []*JobRecord{
+			{JobType: v1alpha1.JobTypeVerification, State: v1alpha1.JobPending}, run("e2e", v1alpha1.JobFailure),
+		}, want: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := RunsFinished(tt.records); got != tt.want {
+				t.Errorf("RunsFinished = %t, want %t", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCacheBehind(t *testing.T) {
+	wrote := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name            string
+		cached, written string
+		after           time.Duration
+		want            bool
+	}{
+		{name: "no write remembered", cached: "7", want: false},
+		{name: "the cache shows the write", cached: "12", written: "12", after: 10 * time.Millisecond, want: false},
+		{name: "the cache has not caught up", cached: "7", written: "12", after: 10 * time.Millisecond, want: true},
+		{name: "still not, just before the bound", cached: "7", written: "12", after: CacheCatchUp - time.Millisecond, want: true},
+		{name: "another writer's version after the bound is taken as it is", cached: "15", written: "12", after: CacheCatchUp, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CacheBehind(tt.cached, tt.written, wrote, wrote.Add(tt.after)); got != tt.want {
+				t.Errorf("CacheBehind(%q, %q, +%s) = %t, want %t", tt.cached, tt.written, tt.after, got, tt.want)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -89,10 +90,11 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	createNamespace(b, env, payloadNamespace)
 
 	metricsAddr, probeAddr := freeAddr(b), freeAddr(b)
-	ctl := startProcess(b, binary, filepath.Join(dir, "controller.log"),
-		"controller", "--kubeconfig", kubeconfig,
+	args := append([]string{"controller", "--kubeconfig", kubeconfig,
 		"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", probeAddr,
-		"--leader-election-namespace", "default", "--build-image", "release-controller:bench")
+		"--leader-election-namespace", "default", "--build-image", "release-controller:bench"},
+		strings.Fields(os.Getenv("BENCH_CONTROLLER_ARGS"))...)
+	ctl := startProcess(b, binary, filepath.Join(dir, "controller.log"), args...)
 	defer ctl.stop()
 	ctl.waitReady(b, probeAddr)
 	waitLeader(b, env, ctl)
