@@ -35,6 +35,7 @@ import (
 	"github.com/release-controller/release-controller/internal/audit"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/jira"
+	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/payload"
 	"github.com/release-controller/release-controller/internal/pipeline"
@@ -255,9 +256,9 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		log.Info("prow.k8s.io/v1 ProwJob is not served by this cluster; ProwJob verifications are not watched (restart after installing Prow's CRD)")
 	}
 	// The controllers keep a small record of each of their jobs, not the manager's cached Jobs
-	// and ProwJobs (see payload.JobCache); the manager's caches of those stay for whoever reads
+	// and ProwJobs (see jobcache.Cache); the manager's caches of those stay for whoever reads
 	// whole jobs (the dev job runner), and are only filled when someone does.
-	jobs, err := payload.NewJobCache(mgr, payload.JobCacheOptions{
+	jobs, err := jobcache.New(mgr, jobcache.Options{
 		Namespaces: opts.Namespaces(), ProwJobNamespaces: opts.ProwJobNamespaces, Selector: ownJobs(), ProwJobs: prowJobs,
 	})
 	if err != nil {

@@ -17,7 +17,7 @@ import (
 // transforms below drop them before an object is stored, so memory grows with what the
 // controllers use. Writes are merge patches of single fields (status, an annotation), so a
 // trimmed cached copy never sends the dropped fields back as deletions. (The payload and stream
-// controllers read their Jobs and ProwJobs from payload.JobCache, which keeps a small record of
+// controllers read their Jobs and ProwJobs from jobcache.Cache, which keeps a small record of
 // each; the manager's caches of whole jobs are filled only for whoever reads them, the dev job
 // runner.)
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/eventlog"
+	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
@@ -34,7 +35,7 @@ const DefaultJobEventDelay = 200 * time.Millisecond
 type Reconciler struct {
 	client.Client
 	// Jobs holds the payloads' Jobs and ProwJobs.
-	Jobs  *JobCache
+	Jobs  *jobcache.Cache
 	Clock clock.PassiveClock
 	// JobEventDelay batches job events; zero uses DefaultJobEventDelay.
 	JobEventDelay time.Duration
@@ -58,7 +59,7 @@ const ConflictRetryDelay = 50 * time.Millisecond
 const DefaultWorkers = 8
 
 // Payloads and the creation jobs' pods are read from the manager's cache, Jobs and ProwJobs
-// from the JobCache's informers: list and watch only. The status is written with a patch.
+// from the job cache's informers: list and watch only. The status is written with a patch.
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=list;watch
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=list;watch
@@ -140,14 +141,14 @@ func (r *Reconciler) observe(ctx context.Context, payload *v1alpha1.ReleasePaylo
 		case rec.Kind == v1alpha1.RunKindJob && rec.JobType == v1alpha1.JobTypeCreation:
 			obs.CreationJobs = append(obs.CreationJobs, rec.CreationJob())
 		case rec.JobType == v1alpha1.JobTypeVerification:
-			if run, ok := rec.Run(); ok {
+			if run, ok := observedRun(rec); ok {
 				obs.Runs = append(obs.Runs, run)
 			}
 		}
 	}
 	if len(obs.CreationJobs) > 0 {
 		var pods corev1.PodList
-		key := client.MatchingFields{IndexPayloadKey: jobcontract.PayloadKey(payload.Namespace, payload.Name)}
+		key := client.MatchingFields{jobcache.IndexPayloadKey: jobcontract.PayloadKey(payload.Namespace, payload.Name)}
 		if err := r.List(ctx, &pods, key); err != nil {
 			return obs, fmt.Errorf("listing pods of payload %s/%s: %w", payload.Namespace, payload.Name, err)
 		}
@@ -156,10 +157,10 @@ func (r *Reconciler) observe(ctx context.Context, payload *v1alpha1.ReleasePaylo
 	return obs, nil
 }
 
-// IndexPods indexes the manager's cached Pods by IndexPayloadKey: creation jobs' pods carry
+// IndexPods indexes the manager's cached Pods by jobcache.IndexPayloadKey: creation jobs' pods carry
 // their job's labels and say why a build failed. It is registered once per manager.
 func IndexPods(ctx context.Context, indexer client.FieldIndexer) error {
-	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPayloadKey, func(obj client.Object) []string {
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, jobcache.IndexPayloadKey, func(obj client.Object) []string {
 		if key := jobcontract.PayloadKeyOf(obj); key != "" {
 			return []string{key}
 		}
@@ -210,8 +211,8 @@ func (r *Reconciler) jobEvent(key string, q workqueue.TypedRateLimitingInterface
 // recordEvent handles a change of one of the payload's job records as jobEvent does, except
 // when it is a run that finished and no run of the payload is left running: then the verdict
 // may be due, and the payload is reconciled at once (see RunsFinished).
-func (r *Reconciler) recordEvent(rec *JobRecord, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if rec.PayloadKey == "" || !rec.isRun() || !rec.State.IsTerminal() {
+func (r *Reconciler) recordEvent(rec *jobcache.Record, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if rec.PayloadKey == "" || !rec.IsRun() || !rec.State.IsTerminal() {
 		r.jobEvent(rec.PayloadKey, q)
 		return
 	}

@@ -6,18 +6,18 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/jobcache"
 )
 
 // Observations are the objects a payload's status is computed from, read from the cache.
 type Observations struct {
 	// CreationJobs are the batch/v1 Jobs labelled as the payload's creation job; the
 	// controller rebuilds from the job cache what CreationResult reads of them
-	// (JobRecord.CreationJob).
+	// (jobcache.Record.CreationJob).
 	CreationJobs []batchv1.Job
 	// CreationPods are the pods of those jobs, which say why a build failed.
 	CreationPods []corev1.Pod
@@ -34,55 +34,21 @@ type ObservedRun struct {
 
 // ObserveJob turns a verification Job into a run; ok is false for jobs that are not verification runs.
 func ObserveJob(job *batchv1.Job) (ObservedRun, bool) {
-	return RecordOfJob(job).Run()
+	return observedRun(jobcache.RecordOfJob(job))
 }
 
 // ObserveProwJob turns a verification ProwJob into a run; ok is false for other ProwJobs.
 func ObserveProwJob(pj *prowv1.ProwJob) (ObservedRun, bool) {
-	return RecordOfProwJob(pj).Run()
+	return observedRun(jobcache.RecordOfProwJob(pj))
 }
 
-func prowJobState(s prowv1.ProwJobState) v1alpha1.JobState {
-	switch s {
-	case prowv1.SuccessState:
-		return v1alpha1.JobSuccess
-	case prowv1.FailureState, prowv1.AbortedState, prowv1.ErrorState:
-		return v1alpha1.JobFailure
+// observedRun is the verification run a job record shows; ok is false for other jobs.
+func observedRun(rec *jobcache.Record) (ObservedRun, bool) {
+	run, ok := rec.Run()
+	if !ok {
+		return ObservedRun{}, false
 	}
-	return v1alpha1.JobPending
-}
-
-// jobOutcome reads a Job's terminal condition, as the Kubernetes job controller sets it.
-// Interim conditions (SuccessCriteriaMet, FailureTarget) still count as running: the job
-// controller has not finished with the pods yet.
-func jobOutcome(job *batchv1.Job) (state v1alpha1.JobState, message string, completed *metav1.Time) {
-	for i := range job.Status.Conditions {
-		c := &job.Status.Conditions[i]
-		if c.Status != corev1.ConditionTrue {
-			continue
-		}
-		switch c.Type {
-		case batchv1.JobComplete:
-			completed = job.Status.CompletionTime
-			if completed == nil {
-				completed = &c.LastTransitionTime
-			}
-			return v1alpha1.JobSuccess, conditionMessage(c), completed
-		case batchv1.JobFailed:
-			return v1alpha1.JobFailure, conditionMessage(c), &c.LastTransitionTime
-		}
-	}
-	return v1alpha1.JobPending, "", nil
-}
-
-func conditionMessage(c *batchv1.JobCondition) string {
-	switch {
-	case c.Reason != "" && c.Message != "":
-		return fmt.Sprintf("%s: %s", c.Reason, c.Message)
-	case c.Message != "":
-		return c.Message
-	}
-	return c.Reason
+	return ObservedRun{Verification: rec.Verification, Run: run}, true
 }
 
 // CreationResult reads the outcome of the newest creation job; with none, the result is Unknown.
@@ -102,7 +68,7 @@ func CreationResult(jobs []batchv1.Job) v1alpha1.ReleaseCreationJobResult {
 		}
 	}
 	result := v1alpha1.ReleaseCreationJobResult{Namespace: newest.Namespace, Name: newest.Name}
-	state, message, _ := jobOutcome(newest)
+	state, message, _ := jobcache.JobOutcome(newest)
 	switch state {
 	case v1alpha1.JobSuccess:
 		result.Status = v1alpha1.CreationJobSuccess

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcache"
 )
 
 // Jobs of one payload tend to change together: its creation job and the verification runs
@@ -115,10 +116,10 @@ func OpensBurst(status *v1alpha1.ReleasePayloadStatus) bool {
 // all of them are over. A payload whose last run just finished is reconciled at once, not
 // JobEventDelay later: its verdict is its last status write, so waiting for more events of
 // the burst would only delay it.
-func RunsFinished(records []*JobRecord) bool {
+func RunsFinished(records []*jobcache.Record) bool {
 	runs := 0
 	for _, r := range records {
-		if !r.isRun() {
+		if !r.IsRun() {
 			continue
 		}
 		if !r.State.IsTerminal() {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcache"
 )
 
 func TestSettleWait(t *testing.T) {
@@ -102,23 +103,23 @@ func TestOpensBurst(t *testing.T) {
 }
 
 func TestRunsFinished(t *testing.T) {
-	run := func(verification string, state v1alpha1.JobState) *JobRecord {
-		return &JobRecord{JobType: v1alpha1.JobTypeVerification, Verification: verification, State: state}
+	run := func(verification string, state v1alpha1.JobState) *jobcache.Record {
+		return &jobcache.Record{JobType: v1alpha1.JobTypeVerification, Verification: verification, State: state}
 	}
-	creation := &JobRecord{JobType: v1alpha1.JobTypeCreation, State: v1alpha1.JobPending}
+	creation := &jobcache.Record{JobType: v1alpha1.JobTypeCreation, State: v1alpha1.JobPending}
 	tests := []struct {
 		name    string
-		records []*JobRecord
+		records []*jobcache.Record
 		want    bool
 	}{
 		{name: "no jobs", want: false},
-		{name: "only the creation job", records: []*JobRecord{{JobType: v1alpha1.JobTypeCreation, State: v1alpha1.JobSuccess}}, want: false},
-		{name: "a run still going", records: []*JobRecord{run("e2e", v1alpha1.JobSuccess), run("upgrade", v1alpha1.JobPending)}, want: false},
-		{name: "every run over, whatever its result", records: []*JobRecord{
+		{name: "only the creation job", records: []*jobcache.Record{{JobType: v1alpha1.JobTypeCreation, State: v1alpha1.JobSuccess}}, want: false},
+		{name: "a run still going", records: []*jobcache.Record{run("e2e", v1alpha1.JobSuccess), run("upgrade", v1alpha1.JobPending)}, want: false},
+		{name: "every run over, whatever its result", records: []*jobcache.Record{
 			run("e2e", v1alpha1.JobSuccess), run("upgrade", v1alpha1.JobFailure), run("gone", v1alpha1.JobUnknown), run("skip", v1alpha1.JobSkipped),
 		}, want: true},
-		{name: "a creation job still running does not count as a run", records: []*JobRecord{creation, run("e2e", v1alpha1.JobSuccess)}, want: true},
-		{name: "a verification label without a name is not a run", records: []*JobRecord{
+		{name: "a creation job still running does not count as a run", records: []*jobcache.Record{creation, run("e2e", v1alpha1.JobSuccess)}, want: true},
+		{name: "a verification label without a name is not a run", records: []*jobcache.Record{
 			{JobType: v1alpha1.JobTypeVerification, State: v1alpha1.JobPending}, run("e2e", v1alpha1.JobFailure),
 		}, want: true},
 	}

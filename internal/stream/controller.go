@@ -28,8 +28,8 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
 	"github.com/release-controller/release-controller/internal/eventlog"
+	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
-	"github.com/release-controller/release-controller/internal/payload"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/verify"
 	"github.com/release-controller/release-controller/internal/version"
@@ -62,7 +62,7 @@ type Reconciler struct {
 	// reads them through Client.
 	APIReader client.Reader
 	// Jobs holds the payloads' Jobs and ProwJobs, indexed by payload and by stream.
-	Jobs     *payload.JobCache
+	Jobs     *jobcache.Cache
 	Registry *registryclient.Client
 	Clock    clock.PassiveClock
 	// ImportInterval is how often components followed by tag are resolved again.
@@ -86,7 +86,7 @@ type Reconciler struct {
 // watch); a payload is read once from the API server (get) for its job templates, which the
 // cache leaves out. Payloads are created, annotated (patch) and collected; statuses are
 // patched, but a new ProwJob's, which is updated as Prow expects. Jobs and ProwJobs are created
-// and collected (their reads are the JobCache's, see internal/payload).
+// and collected (their reads are the job cache's, see internal/jobcache).
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams,verbs=list;watch
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams/status,verbs=patch
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=get;list;watch;create;patch;delete
@@ -503,7 +503,7 @@ func (s *streamSync) jobsOf(ctx context.Context, p *v1alpha1.ReleasePayload) (pa
 	return jobsOfRecords(records), err
 }
 
-func jobsOfRecords(records []*payload.JobRecord) payloadJobs {
+func jobsOfRecords(records []*jobcache.Record) payloadJobs {
 	jobs := payloadJobs{names: make(map[string]bool, len(records)), infos: make([]JobInfo, 0, len(records))}
 	for _, r := range records {
 		jobs.names[r.Name] = true

@@ -1,4 +1,4 @@
-package payload
+package jobcache
 
 import (
 	"testing"
@@ -36,7 +36,7 @@ func TestRecordOfJob(t *testing.T) {
 	job := verificationJob("upgrade-2")
 	jobstatus.Failed(job, now, 1, "", "")
 	r := RecordOfJob(job)
-	want := &JobRecord{
+	want := &Record{
 		Kind: v1alpha1.RunKindJob, Namespace: "ci", Name: "upgrade-2", ResourceVersion: "7",
 		PayloadKey: "release/4.15.0", StreamKey: "release/nightly",
 		JobType: v1alpha1.JobTypeVerification, Verification: "upgrade",
@@ -55,7 +55,7 @@ func TestRecordOfJob(t *testing.T) {
 		Kind: v1alpha1.RunKindJob, Namespace: "ci", Name: "upgrade-2", Attempt: 2, State: v1alpha1.JobFailure,
 		UpgradeFrom: "4.14.0", URL: "https://ci/upgrade-2", Message: want.Message, StartTime: &now, CompletionTime: &now,
 	}
-	if run.Verification != "upgrade" || !equality.Semantic.DeepEqual(run.Run, wantRun) {
+	if r.Verification != "upgrade" || !equality.Semantic.DeepEqual(run, wantRun) {
 		t.Errorf("run %+v, want %+v", run, wantRun)
 	}
 	if !r.FinishedAt().Equal(now.Time) {
@@ -66,8 +66,8 @@ func TestRecordOfJob(t *testing.T) {
 	if running.State != v1alpha1.JobPending || !running.FinishedAt().IsZero() {
 		t.Errorf("a job without status: state %s, finished at %s", running.State, running.FinishedAt())
 	}
-	if run, _ := running.Run(); run.Run.StartTime != nil || run.Run.CompletionTime != nil {
-		t.Errorf("a job that has not started has times: %+v", run.Run)
+	if run, _ := running.Run(); run.StartTime != nil || run.CompletionTime != nil {
+		t.Errorf("a job that has not started has times: %+v", run)
 	}
 }
 
@@ -85,39 +85,8 @@ func TestRecordOfProwJob(t *testing.T) {
 		t.Errorf("finished at %s, want %s", r.FinishedAt(), now)
 	}
 	pj.Status = prowv1.ProwJobStatus{State: prowv1.PendingState}
-	if run, ok := RecordOfProwJob(pj).Run(); !ok || run.Run.State != v1alpha1.JobPending || run.Run.StartTime != nil || run.Run.URL != "https://ci/upgrade-2" {
+	if run, ok := RecordOfProwJob(pj).Run(); !ok || run.State != v1alpha1.JobPending || run.StartTime != nil || run.URL != "https://ci/upgrade-2" {
 		t.Errorf("a pending prowjob's run %+v", run)
-	}
-}
-
-// TestCreationJobOfRecord: CreationResult reads the same from a record's rebuilt creation job
-// as from the Job.
-func TestCreationJobOfRecord(t *testing.T) {
-	now := metav1.NewTime(time.Date(2026, 11, 23, 9, 30, 0, 0, time.UTC))
-	creation := func(name string, created time.Time) *batchv1.Job {
-		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "release", Name: name, CreationTimestamp: metav1.NewTime(created),
-			Labels: map[string]string{v1alpha1.LabelPayload: "4.15.0", v1alpha1.LabelJobType: v1alpha1.JobTypeCreation}}}
-	}
-	running := creation("create-c", now.Add(2*time.Minute))
-	succeeded := creation("create-b", now.Add(time.Minute))
-	jobstatus.Succeeded(succeeded, now)
-	failed := creation("create-a", now.Time)
-	jobstatus.Failed(failed, now, 1, "", "push failed")
-	for _, jobs := range [][]*batchv1.Job{{failed}, {succeeded}, {running}, {failed, succeeded}, {succeeded, running}} {
-		var direct, rebuilt []batchv1.Job
-		for _, j := range jobs {
-			direct = append(direct, *j)
-			rebuilt = append(rebuilt, RecordOfJob(j).CreationJob())
-		}
-		if got, want := CreationResult(rebuilt), CreationResult(direct); got != want {
-			t.Errorf("from records %+v, from jobs %+v", got, want)
-		}
-	}
-	if _, ok := RecordOfJob(succeeded).Run(); ok {
-		t.Error("a creation job's record is a run")
-	}
-	if got := RecordOfJob(failed).FinishedAt(); !got.Equal(now.Time) {
-		t.Errorf("failed creation job finished at %s, want %s", got, now)
 	}
 }
 

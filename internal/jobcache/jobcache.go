@@ -1,4 +1,6 @@
-package payload
+// Package jobcache keeps the controllers' Jobs and ProwJobs as small records, indexed by
+// payload and by stream, read by the payload and stream controllers.
+package jobcache
 
 import (
 	"context"
@@ -32,12 +34,12 @@ import (
 // The payload and stream controllers read a payload's jobs on every change of any of them, and
 // a payload in flight has a dozen. A cached batch/v1 Job is over 2 KB even without its pod
 // template (its metadata with label and annotation maps, and the Job's spec and status
-// structs), of which the controllers read a dozen fields. So they keep a JobRecord of each of
+// structs), of which the controllers read a dozen fields. So they keep a Record of each of
 // their Jobs and ProwJobs instead, in an informer of their own that turns every object into its
 // record as it arrives: the whole object is never stored. Records are a few hundred bytes, and
 // their repeated strings (namespace, payload, stream, verification, message) are shared.
 
-// Index names of the JobCache.
+// Index names of the Cache.
 const (
 	// IndexPayloadKey indexes records by the PayloadKey of the payload they belong to.
 	IndexPayloadKey = "release-controller.dev/payload-key"
@@ -45,10 +47,10 @@ const (
 	IndexStreamKey = "release-controller.dev/stream-key"
 )
 
-// JobRecord is what the controllers keep of one of their Jobs or ProwJobs: where it is, whose
-// it is, and its outcome as ObserveJob and ObserveProwJob read it. Records in a JobCache are
+// Record is what the controllers keep of one of their Jobs or ProwJobs: where it is, whose
+// it is, and its outcome as the Job or ProwJob shows it. Records in a Cache are
 // shared: read them, never change them.
-type JobRecord struct {
+type Record struct {
 	Kind            v1alpha1.RunKind
 	Namespace, Name string
 	ResourceVersion string
@@ -69,9 +71,9 @@ type JobRecord struct {
 }
 
 // RecordOfJob reads a Job's record.
-func RecordOfJob(job *batchv1.Job) *JobRecord {
-	state, message, completed := jobOutcome(job)
-	r := &JobRecord{
+func RecordOfJob(job *batchv1.Job) *Record {
+	state, message, completed := JobOutcome(job)
+	r := &Record{
 		Kind: v1alpha1.RunKindJob, Name: job.Name, ResourceVersion: job.ResourceVersion,
 		URL:   job.Annotations[v1alpha1.AnnotationURL],
 		State: state, Message: intern(conditions.Truncate(message, conditions.MaxErrorLength)),
@@ -82,12 +84,12 @@ func RecordOfJob(job *batchv1.Job) *JobRecord {
 }
 
 // RecordOfProwJob reads a ProwJob's record.
-func RecordOfProwJob(pj *prowv1.ProwJob) *JobRecord {
+func RecordOfProwJob(pj *prowv1.ProwJob) *Record {
 	url := pj.Status.URL
 	if url == "" {
 		url = pj.Annotations[v1alpha1.AnnotationURL]
 	}
-	r := &JobRecord{
+	r := &Record{
 		Kind: v1alpha1.RunKindProwJob, Name: pj.Name, ResourceVersion: pj.ResourceVersion,
 		URL:   url,
 		State: prowJobState(pj.Status.State), Message: intern(conditions.Truncate(pj.Status.Description, conditions.MaxErrorLength)),
@@ -98,7 +100,7 @@ func RecordOfProwJob(pj *prowv1.ProwJob) *JobRecord {
 }
 
 // setOwner fills in what the labels and annotations say (the job contract).
-func (r *JobRecord) setOwner(obj metav1.Object) {
+func (r *Record) setOwner(obj metav1.Object) {
 	r.Namespace = intern(obj.GetNamespace())
 	j, ok := jobcontract.Parse(obj)
 	if !ok {
@@ -113,16 +115,17 @@ func (r *JobRecord) setOwner(obj metav1.Object) {
 }
 
 // isRun reports whether the record is of a verification run.
-func (r *JobRecord) isRun() bool {
+func (r *Record) IsRun() bool {
 	return r.JobType == v1alpha1.JobTypeVerification && r.Verification != ""
 }
 
-// Run is the verification run the record shows; ok is false for records of other jobs.
-func (r *JobRecord) Run() (run ObservedRun, ok bool) {
-	if !r.isRun() {
-		return ObservedRun{}, false
+// Run is the verification run (of verification r.Verification) the record shows; ok is false
+// for records of other jobs.
+func (r *Record) Run() (run v1alpha1.JobRun, ok bool) {
+	if !r.IsRun() {
+		return v1alpha1.JobRun{}, false
 	}
-	return ObservedRun{Verification: r.Verification, Run: v1alpha1.JobRun{
+	return v1alpha1.JobRun{
 		Kind:           r.Kind,
 		Namespace:      r.Namespace,
 		Name:           r.Name,
@@ -133,11 +136,11 @@ func (r *JobRecord) Run() (run ObservedRun, ok bool) {
 		Message:        r.Message,
 		StartTime:      metaTime(r.Started),
 		CompletionTime: metaTime(r.Completed),
-	}}, true
+	}, true
 }
 
 // FinishedAt is when the job finished; zero while it runs.
-func (r *JobRecord) FinishedAt() time.Time {
+func (r *Record) FinishedAt() time.Time {
 	if !r.State.IsTerminal() || r.Completed == 0 {
 		return time.Time{}
 	}
@@ -146,7 +149,7 @@ func (r *JobRecord) FinishedAt() time.Time {
 
 // CreationJob rebuilds the parts of the record's Job that CreationResult reads: its name,
 // creation time and terminal condition.
-func (r *JobRecord) CreationJob() batchv1.Job {
+func (r *Record) CreationJob() batchv1.Job {
 	job := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name}}
 	if created := metaTime(r.Created); created != nil {
 		job.CreationTimestamp = *created
@@ -170,18 +173,18 @@ func (r *JobRecord) CreationJob() batchv1.Job {
 
 // sameAs reports whether two records of one object differ only in their resource version:
 // a change nobody here reads (e.g. a Job's count of ready pods).
-func (r *JobRecord) sameAs(o *JobRecord) bool {
+func (r *Record) sameAs(o *Record) bool {
 	a, b := *r, *o
 	a.ResourceVersion, b.ResourceVersion = "", ""
 	return a == b
 }
 
 // GetObjectMeta lets client-go's informer key records and tell their versions (meta.Accessor).
-func (r *JobRecord) GetObjectMeta() metav1.Object {
+func (r *Record) GetObjectMeta() metav1.Object {
 	return &metav1.ObjectMeta{Namespace: r.Namespace, Name: r.Name, ResourceVersion: r.ResourceVersion}
 }
 
-var _ metav1.ObjectMetaAccessor = &JobRecord{}
+var _ metav1.ObjectMetaAccessor = &Record{}
 
 // toRecord is the informers' transform. Records pass unchanged: client-go may transform an
 // object twice.
@@ -191,7 +194,7 @@ func toRecord(obj any) (any, error) {
 		return RecordOfJob(o), nil
 	case *prowv1.ProwJob:
 		return RecordOfProwJob(o), nil
-	case *JobRecord:
+	case *Record:
 		return o, nil
 	}
 	return nil, fmt.Errorf("job cache: unexpected %T", obj)
@@ -221,23 +224,23 @@ func metaTime(n int64) *metav1.Time {
 	return &t
 }
 
-// JobCache holds the controllers' Jobs, and ProwJobs when the cluster serves them, as
-// JobRecords indexed by payload and by stream. It is a manager.Runnable: add it to the manager,
+// Cache holds the controllers' Jobs, and ProwJobs when the cluster serves them, as
+// Records indexed by payload and by stream. It is a manager.Runnable: add it to the manager,
 // which runs it with the controllers (on the leader only).
 //
 // A cache restricted to some namespaces runs one informer per kind and namespace, as
 // controller-runtime's cache does. ProwJobs may live outside the payloads' namespaces (a
-// verification's prowJob.namespace, Prow's namespace): JobCacheOptions.ProwJobNamespaces adds
+// verification's prowJob.namespace, Prow's namespace): Options.ProwJobNamespaces adds
 // those, and Watches tells the stream controller whether a ProwJob it is about to create would
 // be seen.
-type JobCache struct {
+type Cache struct {
 	informers []toolscache.SharedIndexInformer
 	// namespaces are the namespaces each kind is cached in; nil: every namespace.
 	namespaces map[v1alpha1.RunKind][]string
 }
 
-// JobCacheOptions select what a JobCache holds.
-type JobCacheOptions struct {
+// Options select what a Cache holds.
+type Options struct {
 	// Namespaces restricts the cache to these namespaces; empty: every namespace.
 	Namespaces []string
 	// ProwJobNamespaces are more namespaces whose ProwJobs are cached, where verifications
@@ -249,8 +252,8 @@ type JobCacheOptions struct {
 	ProwJobs bool
 }
 
-// NewJobCache builds a JobCache that reads through mgr's configuration, HTTP client and REST mapper.
-func NewJobCache(mgr manager.Manager, opts JobCacheOptions) (*JobCache, error) {
+// New builds a Cache that reads through mgr's configuration, HTTP client and REST mapper.
+func New(mgr manager.Manager, opts Options) (*Cache, error) {
 	type kind struct {
 		run        v1alpha1.RunKind
 		gvk        schema.GroupVersionKind
@@ -265,7 +268,7 @@ func NewJobCache(mgr manager.Manager, opts JobCacheOptions) (*JobCache, error) {
 		}
 		kinds = append(kinds, kind{v1alpha1.RunKindProwJob, prowv1.SchemeGroupVersion.WithKind("ProwJob"), &prowv1.ProwJob{}, namespaces})
 	}
-	c := &JobCache{namespaces: map[v1alpha1.RunKind][]string{}}
+	c := &Cache{namespaces: map[v1alpha1.RunKind][]string{}}
 	for _, k := range kinds {
 		c.namespaces[k.run] = k.namespaces
 		informerNamespaces := k.namespaces
@@ -284,10 +287,10 @@ func NewJobCache(mgr manager.Manager, opts JobCacheOptions) (*JobCache, error) {
 			informer := toolscache.NewSharedIndexInformerWithOptions(lw, k.example, toolscache.SharedIndexInformerOptions{
 				Indexers: toolscache.Indexers{
 					IndexPayloadKey: func(obj any) ([]string, error) {
-						return recordKey(obj, func(r *JobRecord) string { return r.PayloadKey })
+						return recordKey(obj, func(r *Record) string { return r.PayloadKey })
 					},
 					IndexStreamKey: func(obj any) ([]string, error) {
-						return recordKey(obj, func(r *JobRecord) string { return r.StreamKey })
+						return recordKey(obj, func(r *Record) string { return r.StreamKey })
 					},
 				},
 				ObjectDescription: description,
@@ -302,7 +305,7 @@ func NewJobCache(mgr manager.Manager, opts JobCacheOptions) (*JobCache, error) {
 }
 
 // Watches reports whether the cache sees objects of kind created in namespace.
-func (c *JobCache) Watches(kind v1alpha1.RunKind, namespace string) bool {
+func (c *Cache) Watches(kind v1alpha1.RunKind, namespace string) bool {
 	namespaces, ok := c.namespaces[kind]
 	return ok && (len(namespaces) == 0 || slices.Contains(namespaces, namespace))
 }
@@ -319,8 +322,8 @@ func namespaceSet(namespaces []string) []string {
 	return set
 }
 
-func recordKey(obj any, key func(*JobRecord) string) ([]string, error) {
-	r, ok := obj.(*JobRecord)
+func recordKey(obj any, key func(*Record) string) ([]string, error) {
+	r, ok := obj.(*Record)
 	if !ok {
 		return nil, fmt.Errorf("job cache: unexpected %T", obj)
 	}
@@ -374,7 +377,7 @@ func listWatch(mgr manager.Manager, gvk schema.GroupVersionKind, namespace strin
 }
 
 // Start runs the informers until ctx ends.
-func (c *JobCache) Start(ctx context.Context) error {
+func (c *Cache) Start(ctx context.Context) error {
 	done := make(chan struct{})
 	for _, informer := range c.informers {
 		go func() {
@@ -388,10 +391,10 @@ func (c *JobCache) Start(ctx context.Context) error {
 	return nil
 }
 
-var _ manager.Runnable = &JobCache{}
+var _ manager.Runnable = &Cache{}
 
 // HasSynced reports whether every informer has listed its objects.
-func (c *JobCache) HasSynced() bool {
+func (c *Cache) HasSynced() bool {
 	for _, informer := range c.informers {
 		if !informer.HasSynced() {
 			return false
@@ -402,7 +405,7 @@ func (c *JobCache) HasSynced() bool {
 
 // waitForSync waits until the cache has listed its objects, as controller-runtime's cache
 // does on a read before its informer synced.
-func (c *JobCache) waitForSync(ctx context.Context) error {
+func (c *Cache) waitForSync(ctx context.Context) error {
 	if c.HasSynced() {
 		return nil
 	}
@@ -413,27 +416,27 @@ func (c *JobCache) waitForSync(ctx context.Context) error {
 }
 
 // ByPayload returns the records of the jobs of the payload namespace/tag.
-func (c *JobCache) ByPayload(ctx context.Context, namespace, tag string) ([]*JobRecord, error) {
+func (c *Cache) ByPayload(ctx context.Context, namespace, tag string) ([]*Record, error) {
 	return c.byIndex(ctx, IndexPayloadKey, jobcontract.PayloadKey(namespace, tag))
 }
 
 // ByStream returns the records of the jobs of the payloads of the stream namespace/name.
-func (c *JobCache) ByStream(ctx context.Context, namespace, stream string) ([]*JobRecord, error) {
+func (c *Cache) ByStream(ctx context.Context, namespace, stream string) ([]*Record, error) {
 	return c.byIndex(ctx, IndexStreamKey, namespace+"/"+stream)
 }
 
-func (c *JobCache) byIndex(ctx context.Context, index, key string) ([]*JobRecord, error) {
+func (c *Cache) byIndex(ctx context.Context, index, key string) ([]*Record, error) {
 	if err := c.waitForSync(ctx); err != nil {
 		return nil, err
 	}
-	var records []*JobRecord
+	var records []*Record
 	for _, informer := range c.informers {
 		objs, err := informer.GetIndexer().ByIndex(index, key)
 		if err != nil {
 			return nil, err
 		}
 		for _, obj := range objs {
-			if r, ok := obj.(*JobRecord); ok {
+			if r, ok := obj.(*Record); ok {
 				records = append(records, r)
 			}
 		}
@@ -444,26 +447,26 @@ func (c *JobCache) byIndex(ctx context.Context, index, key string) ([]*JobRecord
 // Source is a controller source that calls changed with every record added, deleted or
 // changed in a way a record shows. The controller waits for the cache to sync before it
 // reconciles.
-func (c *JobCache) Source(changed func(*JobRecord, workqueue.TypedRateLimitingInterface[reconcile.Request])) source.SyncingSource {
+func (c *Cache) Source(changed func(*Record, workqueue.TypedRateLimitingInterface[reconcile.Request])) source.SyncingSource {
 	return &jobSource{cache: c, changed: changed}
 }
 
 type jobSource struct {
-	cache   *JobCache
-	changed func(*JobRecord, workqueue.TypedRateLimitingInterface[reconcile.Request])
+	cache   *Cache
+	changed func(*Record, workqueue.TypedRateLimitingInterface[reconcile.Request])
 }
 
 func (s *jobSource) Start(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	for _, informer := range s.cache.informers {
 		_, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: func(obj any) {
-				if r, ok := obj.(*JobRecord); ok {
+				if r, ok := obj.(*Record); ok {
 					s.changed(r, q)
 				}
 			},
 			UpdateFunc: func(oldObj, newObj any) {
-				old, _ := oldObj.(*JobRecord)
-				r, ok := newObj.(*JobRecord)
+				old, _ := oldObj.(*Record)
+				r, ok := newObj.(*Record)
 				if ok && (old == nil || !old.sameAs(r)) {
 					s.changed(r, q)
 				}
@@ -472,7 +475,7 @@ func (s *jobSource) Start(_ context.Context, q workqueue.TypedRateLimitingInterf
 				if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 					obj = tombstone.Obj
 				}
-				if r, ok := obj.(*JobRecord); ok {
+				if r, ok := obj.(*Record); ok {
 					s.changed(r, q)
 				}
 			},
