@@ -114,7 +114,7 @@ func (r *Record) setOwner(obj metav1.Object) {
 	r.UpgradeFrom = intern(j.UpgradeFrom)
 }
 
-// isRun reports whether the record is of a verification run.
+// IsRun reports whether the record is of a verification run.
 func (r *Record) IsRun() bool {
 	return r.JobType == v1alpha1.JobTypeVerification && r.Verification != ""
 }
