@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -206,6 +207,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	for i, name := range names {
 		latencies[i] = w.acceptedAt(name).Sub(lastJobDone[i])
 	}
+	reportSlowest(names, latencies, lastJobDone, finishStart)
 	slices.Sort(latencies)
 	res := shippedResult{
 		p50: percentile(latencies, 50), p99: percentile(latencies, 99),
@@ -230,6 +232,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 		"finish_s", fmt.Sprintf("%.1f", allAccepted.Sub(finishStart).Seconds()),
 		"seconds", fmt.Sprintf("%.0f", time.Since(runStart).Seconds()),
 		"payload_queue_ms", fmt.Sprintf("%.0f", queue.waitMS), "payload_reconcile_ms", fmt.Sprintf("%.1f", queue.workMS),
+		"reconciles_per_payload", fmt.Sprintf("%.1f", queue.reconciles/float64(n)),
 	)
 	return res
 }
@@ -465,3 +468,19 @@ func (pw *payloadWatch) lastAccepted() time.Time {
 }
 
 func (pw *payloadWatch) stop() { pw.cancel() }
+
+// reportSlowest prints when the slowest payloads' jobs were finished (since the first) and how
+// long their verdicts took: slow verdicts bunched at one moment point at a stall of the
+// machine or the API server, spread ones at the controller.
+func reportSlowest(names []string, latencies []time.Duration, done []time.Time, start time.Time) {
+	order := make([]int, len(names))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(latencies[b], latencies[a]) })
+	var slowest []string
+	for _, i := range order[:min(len(order), 10)] {
+		slowest = append(slowest, fmt.Sprintf("+%s:%s", done[i].Sub(start).Round(100*time.Millisecond), latencies[i].Round(10*time.Millisecond)))
+	}
+	progressf("slowest verdicts (jobs finished at +t : verdict after): %s", strings.Join(slowest, " "))
+}

@@ -305,7 +305,11 @@ func scrapeControllerMetrics(b *testing.B, addr string) testbinary.Metrics {
 }
 
 // queueStats are the averages of a controller's work queue, from its own /metrics.
-type queueStats struct{ waitMS, workMS float64 }
+type queueStats struct {
+	waitMS, workMS float64
+	// reconciles is how many items the queue handed to a worker.
+	reconciles float64
+}
 
 // scrapeQueue reads controller-runtime's workqueue histograms of the controller named name
 // from the metrics endpoint at addr: how long items waited in the queue and how long their
@@ -320,7 +324,8 @@ func scrapeQueue(b *testing.B, addr, name string) queueStats {
 		}
 		return 1000 * sum / float64(count)
 	}
-	return queueStats{waitMS: avgMS("workqueue_queue_duration_seconds"), workMS: avgMS("workqueue_work_duration_seconds")}
+	_, reconciles := metrics.HistogramSum("workqueue_work_duration_seconds", map[string]string{"name": name})
+	return queueStats{waitMS: avgMS("workqueue_queue_duration_seconds"), workMS: avgMS("workqueue_work_duration_seconds"), reconciles: float64(reconciles)}
 }
 
 // percentile returns the p-th percentile (0..100) of sorted durations, nearest rank below.
