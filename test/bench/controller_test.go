@@ -62,7 +62,8 @@ const (
 // log_lag_ms how much later it holds all of them, or log_cap (a day's entries,
 // --log-max-entries) when there are more verdicts than that; -1 when it did not within logWait.
 //
-// N is 1,000, 10,000 with BENCH_LARGE=1, or BENCH_PAYLOADS.
+// N is 1,000, 10,000 with BENCH_LARGE=1, or BENCH_PAYLOADS. BENCH_CONTROLLER_ARGS adds flags to the
+// controller (split at spaces), for experiments.
 func BenchmarkShippedController(b *testing.B) {
 	n := 1000
 	if os.Getenv("BENCH_LARGE") == "1" {
