@@ -212,7 +212,9 @@ func (r *Reconciler) jobEvent(key string, q workqueue.TypedRateLimitingInterface
 // when it is a run that finished and no run of the payload is left running: then the verdict
 // may be due, and the payload is reconciled at once (see RunsFinished).
 func (r *Reconciler) recordEvent(rec *jobcache.Record, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	if rec.PayloadKey == "" || !rec.IsRun() || !rec.State.IsTerminal() {
+	// Before the job cache has synced (a start), a lookup would wait for it in the informer's
+	// handler: those events take the delayed path.
+	if rec.PayloadKey == "" || !rec.IsRun() || !rec.State.IsTerminal() || !r.Jobs.HasSynced() {
 		r.jobEvent(rec.PayloadKey, q)
 		return
 	}
