@@ -199,34 +199,45 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // jobEvent enqueues the payload with key after JobEventDelay and notes the event, so that the
 // reconcile waits until the payload's jobs are quiet (see SettleWait).
 func (r *Reconciler) jobEvent(key string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	r.jobEventAfter(key, q, r.JobEventDelay)
+}
+
+// jobEventAfter notes a job event of the payload with key and reconciles it after delay.
+func (r *Reconciler) jobEventAfter(key string, q workqueue.TypedRateLimitingInterface[reconcile.Request], delay time.Duration) {
 	if key == "" {
 		return
 	}
 	namespace, name := jobcontract.SplitPayloadKey(key)
 	payload := types.NamespacedName{Namespace: namespace, Name: name}
 	r.bursts.event(payload, r.Clock.Now())
-	q.AddAfter(reconcile.Request{NamespacedName: payload}, r.JobEventDelay)
+	if delay == 0 {
+		q.Add(reconcile.Request{NamespacedName: payload})
+		return
+	}
+	q.AddAfter(reconcile.Request{NamespacedName: payload}, delay)
 }
 
 // recordEvent handles a change of one of the payload's job records as jobEvent does, except
 // when it is a run that finished and no run of the payload is left running: then the verdict
 // may be due, and the payload is reconciled at once (see RunsFinished).
 func (r *Reconciler) recordEvent(rec *jobcache.Record, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-	// Before the job cache has synced (a start), a lookup would wait for it in the informer's
-	// handler: those events take the delayed path.
+	delay := r.JobEventDelay
+	if r.lastRunFinished(rec) {
+		delay = 0
+	}
+	r.jobEventAfter(rec.PayloadKey, q, delay)
+}
+
+// lastRunFinished reports whether rec is of a finished run and every run of its payload is
+// over. Before the job cache has synced (a start) it is false: the lookup would wait for the
+// sync in the informer's handler.
+func (r *Reconciler) lastRunFinished(rec *jobcache.Record) bool {
 	if rec.PayloadKey == "" || !rec.IsRun() || !rec.State.IsTerminal() || !r.Jobs.HasSynced() {
-		r.jobEvent(rec.PayloadKey, q)
-		return
+		return false
 	}
 	namespace, name := jobcontract.SplitPayloadKey(rec.PayloadKey)
 	records, err := r.Jobs.ByPayload(context.Background(), namespace, name)
-	if err != nil || !RunsFinished(records) {
-		r.jobEvent(rec.PayloadKey, q)
-		return
-	}
-	payload := types.NamespacedName{Namespace: namespace, Name: name}
-	r.bursts.event(payload, r.Clock.Now())
-	q.Add(reconcile.Request{NamespacedName: payload})
+	return err == nil && RunsFinished(records)
 }
 
 // payloadEvents enqueues a payload on its events; a new payload's creation is handled as a
