@@ -158,7 +158,7 @@ func writeFile(t *testing.T, content string) string {
 func serveSignatures(t *testing.T, store *sigstore.Store) string {
 	t.Helper()
 	srv := server.New()
-	sigstore.Register(srv, store, func() []byte { return nil })
+	sigstore.Register(srv, store)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -75,7 +75,7 @@ func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
 	approval.Register(s, approval.NewHandler(mgr.GetClient(), mgr.GetAPIReader(), reviewer))
 	osrc.Register(s, cat, osrc.Options{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL})
 	if opts.Signatures != nil {
-		sigstore.Register(s, opts.Signatures, publishedKeys(opts.Signatures))
+		sigstore.Register(s, opts.Signatures)
 	}
 	web.RegisterPages(s, cat, web.PageOptions{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL, Clock: opts.Log.Clock})
 	return s, nil
@@ -97,17 +97,3 @@ func (r serverRunnable) Start(ctx context.Context) error { return r.s.Run(ctx, r
 func (serverRunnable) NeedLeaderElection() bool { return false }
 
 var _ manager.LeaderElectionRunnable = serverRunnable{}
-
-// publishedKeys reads the public keys from the store for each request: the controller
-// replaces them when its key changes.
-func publishedKeys(store *sigstore.Store) func() []byte {
-	return func() []byte {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		keys, err := store.PublicKeys(ctx)
-		if err != nil {
-			return nil
-		}
-		return keys
-	}
-}

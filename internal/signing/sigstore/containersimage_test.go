@@ -66,7 +66,10 @@ func TestContainersImageAcceptsOurSignatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := serve(t, store, func() []byte { return pub })
+	if err := store.PutPublicKeys(ctx, pub); err != nil {
+		t.Fatal(err)
+	}
+	base := serve(t, store)
 
 	signedDigest := pushRandom(t, repo+":1.0.0")
 	if _, _, err := EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":1.0.0", ManifestDigest: signedDigest, Creator: "test"}); err != nil {

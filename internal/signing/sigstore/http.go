@@ -32,13 +32,18 @@ var signatureName = regexp.MustCompile(`^signature-([1-9][0-9]{0,8})$`)
 //
 // <repository> is the image's repository path without the registry host; signatures are
 // stored by digest only, so any well-formed repository path serves the digest's signatures.
-// publicKeys is called on every request, so a rotated key is served at once.
-func Register(srv *server.Server, store *Store, publicKeys func() []byte) {
-	srv.Handle("GET /signatures/pubkey.asc", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		keys := publicKeys()
+// The public keys are read from the store on every request, so a rotated key is served at
+// once; an unreadable store answers 503 (retry), not 404 (no key).
+func Register(srv *server.Server, store *Store) {
+	srv.Handle("GET /signatures/pubkey.asc", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys, err := store.PublicKeys(r.Context())
 		w.Header().Set("Cache-Control", cacheRevalidate)
-		if len(keys) == 0 {
+		switch {
+		case errors.Is(err, ErrNotFound) || err == nil && len(keys) == 0:
 			http.Error(w, "no signing key is configured: this server does not sign payloads", http.StatusNotFound)
+			return
+		case err != nil:
+			http.Error(w, "reading the public keys from the signature store failed", http.StatusServiceUnavailable)
 			return
 		}
 		w.Header().Set("Content-Type", "application/pgp-keys")

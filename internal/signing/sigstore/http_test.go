@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,10 +16,10 @@ import (
 
 // serve runs the project's HTTP server with the signature routes on a loopback port and
 // returns its base URL.
-func serve(t *testing.T, store *Store, publicKeys func() []byte) string {
+func serve(t *testing.T, store *Store) string {
 	t.Helper()
 	srv := server.New()
-	Register(srv, store, publicKeys)
+	Register(srv, store)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -75,9 +74,10 @@ func TestServeSignatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var keys atomic.Pointer[[]byte]
-	keys.Store(&pub)
-	base := serve(t, s, func() []byte { return *keys.Load() })
+	if err := s.PutPublicKeys(context.Background(), pub); err != nil {
+		t.Fatal(err)
+	}
+	base := serve(t, s)
 	hexA := strings.TrimPrefix(digestA, "sha256:")
 
 	for _, tc := range []struct {
@@ -152,12 +152,26 @@ func TestServeSignatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	both := append(append([]byte{}, pub...), rotated...)
-	keys.Store(&both)
-	if r := do(t, http.MethodGet, base+"/signatures/pubkey.asc"); r.body != string(both) {
-		t.Error("pubkey.asc does not serve the keys publicKeys returns now")
+	if err := s.PutPublicKeys(context.Background(), both); err != nil {
+		t.Fatal(err)
 	}
-	var none []byte
-	keys.Store(&none)
+	if r := do(t, http.MethodGet, base+"/signatures/pubkey.asc"); r.body != string(both) {
+		t.Error("pubkey.asc does not serve the keys the store holds now")
+	}
+	// Unreadable (its attributes are garbage): 503, which clients retry, not "no key".
+	attrs := filepath.Join(dir, PublicKeysKey+".attrs")
+	if err := os.WriteFile(attrs, []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := do(t, http.MethodGet, base+"/signatures/pubkey.asc"); r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, "reading the public keys") {
+		t.Errorf("pubkey.asc from an unreadable store: %d %q, want 503", r.status, r.body)
+	}
+	if err := os.Remove(attrs); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, PublicKeysKey)); err != nil {
+		t.Fatal(err)
+	}
 	if r := do(t, http.MethodGet, base+"/signatures/pubkey.asc"); r.status != http.StatusNotFound || !strings.Contains(r.body, "no signing key is configured") {
 		t.Errorf("pubkey.asc without a key: %d %q", r.status, r.body)
 	}
@@ -181,7 +195,7 @@ func TestHTTPSource(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	base := serve(t, s, func() []byte { return nil })
+	base := serve(t, s)
 	src, err := OpenSource(ctx, base+"/signatures/")
 	if err != nil {
 		t.Fatal(err)
