@@ -39,6 +39,15 @@ type Reconciler struct {
 // doubling the cost of every append.
 const statusInterval = 2 * time.Second
 
+// statusSpacing is the least time between two status writes of l: statusInterval, longer for a
+// big day, whose count is written at most once every statusAppends appends.
+func statusSpacing(l *v1alpha1.ReleaseLog) time.Duration {
+	return max(statusInterval, statusAppends*writeSpacing(jsonSize(l)))
+}
+
+// statusAppends: a busy day's count is written at most once for this many appends.
+const statusAppends = 4
+
 // statusWait is how long a day whose status was last written at last (zero: never) waits at
 // now before its status is written again.
 func statusWait(last, now time.Time, interval time.Duration) time.Duration {
@@ -83,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	status := DesiredStatus(&l, nameErr, now)
 	if !equality.Semantic.DeepEqual(status, l.Status) {
-		if wait := statusWait(r.lastWritten(req.NamespacedName), time.Now(), statusInterval); wait > 0 {
+		if wait := statusWait(r.lastWritten(req.NamespacedName), time.Now(), statusSpacing(&l)); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		// The patch is computed from the status alone, not from two copies of every entry.

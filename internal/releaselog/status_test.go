@@ -2,6 +2,7 @@ package releaselog
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,6 +78,52 @@ func TestStatusWait(t *testing.T) {
 	for _, tt := range tests {
 		if got := statusWait(tt.last, now, 2*time.Second); got != tt.want {
 			t.Errorf("%s: statusWait = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestWriteSpacing(t *testing.T) {
+	tests := []struct {
+		name     string
+		dayBytes int
+		want     time.Duration
+	}{
+		{"nothing written", 0, 0},
+		{"a quiet day of a few entries: at once", 2 << 10, 7812500 * time.Nanosecond},
+		{"a day of about 200 entries", 64 << 10, 250 * time.Millisecond},
+		{"a day of about 1,600 entries", 512 << 10, 2 * time.Second},
+		{"a megabyte: about 3,200 entries", 1 << 20, 4 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := writeSpacing(tt.dayBytes); got != tt.want {
+			t.Errorf("%s: writeSpacing(%d) = %s, want %s", tt.name, tt.dayBytes, got, tt.want)
+		}
+	}
+}
+
+func TestStatusSpacing(t *testing.T) {
+	entries := func(n int) []v1alpha1.ReleaseLogEntry {
+		es := make([]v1alpha1.ReleaseLogEntry, n)
+		for i := range es {
+			es[i] = v1alpha1.ReleaseLogEntry{Type: "release", Version: fmt.Sprintf("4.15.0-0.nightly-2026-03-02-%06d", i), Origin: "release-controller",
+				Message: "accepted: all 10 blocking jobs succeeded", Link: "/releases/ocp/nightly/4.15.0", Date: metav1.NewTime(date("2026-03-02T12:00:00Z"))}
+		}
+		return es
+	}
+	for _, tt := range []struct {
+		name    string
+		entries int
+		atLeast time.Duration
+		atMost  time.Duration
+	}{
+		{"an empty day: the interval", 0, statusInterval, statusInterval},
+		{"a day of ten: the interval", 10, statusInterval, statusInterval},
+		{"a full day: four appends' spacing", 3500, 8 * time.Second, 20 * time.Second},
+	} {
+		l := &v1alpha1.ReleaseLog{ObjectMeta: metav1.ObjectMeta{Name: "release-2026-03-02"}, Spec: v1alpha1.ReleaseLogSpec{Entries: entries(tt.entries)}}
+		got := statusSpacing(l)
+		if got < tt.atLeast || got > tt.atMost {
+			t.Errorf("%s: statusSpacing = %s, want %s to %s", tt.name, got, tt.atLeast, tt.atMost)
 		}
 	}
 }

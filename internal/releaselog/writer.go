@@ -196,7 +196,8 @@ func (w *Writer) enqueue(ctx context.Context, day string, r *request) {
 	}
 }
 
-// flush writes the day's queue, a batch per write, until the queue is empty.
+// flush writes the day's queue, a batch per write, until the queue is empty. After each write
+// it waits writeSpacing for the day's size, gathering what comes meanwhile into the next batch.
 func (w *Writer) flush(ctx context.Context, day string) {
 	key := client.ObjectKey{Namespace: w.namespace, Name: ObjectName(day)}
 	for {
@@ -205,9 +206,22 @@ func (w *Writer) flush(ctx context.Context, day string) {
 			return
 		}
 		wctx, cancel := context.WithTimeout(ctx, flushTimeout)
-		w.write(wctx, key, batch)
+		dayBytes := w.write(wctx, key, batch)
 		cancel()
+		time.Sleep(writeSpacing(dayBytes))
 	}
+}
+
+// rewriteBytesPerSecond bounds how fast the writer rewrites a day: every write, however few
+// entries it adds, costs the API server the whole object (it decodes, validates and stores it,
+// and sends it to every watcher), about a megabyte on a day of 3,500 verdicts.
+const rewriteBytesPerSecond = 256 << 10
+
+// writeSpacing is the least time between two writes of a day of dayBytes bytes: a small day is
+// written at once, a megabyte (about 3,200 verdicts) every four seconds with everything queued
+// meanwhile, so a busy log takes a bounded share of the API server however full its day.
+func writeSpacing(dayBytes int) time.Duration {
+	return time.Duration(int64(dayBytes) * int64(time.Second) / rewriteBytesPerSecond)
 }
 
 // take removes the next batch from the day's queue: everything queued, up to maxBatch, but
@@ -238,45 +252,45 @@ var errLostRace = errors.New("another writer changed the day")
 // batch. After a lost race it reads the day from the API server and plans again, so it writes
 // only the entries still missing and never rewrites what others wrote. A write is all or
 // nothing: when the API server refuses some entry, the batch is halved until the refused
-// entries are alone and the others are written.
-func (w *Writer) write(ctx context.Context, key client.ObjectKey, batch []*request) {
+// entries are alone and the others are written. It returns the day's size after its write,
+// 0 when it wrote nothing.
+func (w *Writer) write(ctx context.Context, key client.ObjectKey, batch []*request) int {
 	backoff := conflictBackoff
 	live := false
 	for attempt := 1; ; attempt++ {
 		base, err := w.read(ctx, key, live)
 		if err != nil {
 			answerAll(batch, result{err: fmt.Errorf("reading the release log %s/%s: %w", key.Namespace, key.Name, err)})
-			return
+			return 0
 		}
-		adds := w.decide(key, base, batch)
+		adds, dayBytes := w.decide(key, base, batch)
 		if len(adds) == 0 {
-			return
+			return 0
 		}
 		err = w.append(ctx, key, base, adds)
 		switch {
 		case err == nil:
 			answerAll(adds, result{added: true})
-			return
+			return dayBytes
 		case errors.Is(err, errLostRace) && attempt < conflictBackoff.Steps:
 			// Whatever the cache says, the next attempt must see what the API server holds.
 			live, batch = true, adds
 			if !sleep(ctx, backoff.Step()) {
 				answerAll(adds, result{err: fmt.Errorf("adding to the release log %s/%s: %w", key.Namespace, key.Name, ctx.Err())})
-				return
+				return 0
 			}
 		case errors.Is(err, errLostRace):
 			answerAll(adds, result{err: fmt.Errorf("adding to the release log %s/%s: %d writes lost the race to other writers", key.Namespace, key.Name, attempt)})
-			return
+			return 0
 		case apierrors.IsInvalid(err) && len(adds) > 1:
-			w.write(ctx, key, adds[:len(adds)/2])
-			w.write(ctx, key, adds[len(adds)/2:])
-			return
+			first := w.write(ctx, key, adds[:len(adds)/2])
+			return max(first, w.write(ctx, key, adds[len(adds)/2:]))
 		case apierrors.IsInvalid(err):
 			answerAll(adds, result{err: fmt.Errorf("%w: %w", ErrInvalidEntry, err)})
-			return
+			return 0
 		default:
 			answerAll(adds, result{err: fmt.Errorf("adding to the release log %s/%s: %w", key.Namespace, key.Name, err)})
-			return
+			return 0
 		}
 	}
 }
@@ -294,18 +308,22 @@ func sleep(ctx context.Context, d time.Duration) bool {
 }
 
 // decide plans the write of batch to base (nil when the day has no object yet), answers the
-// requests that are not part of the write and returns those that are.
-func (w *Writer) decide(key client.ObjectKey, base *v1alpha1.ReleaseLog, batch []*request) []*request {
+// requests that are not part of the write and returns those that are, with the day's size
+// after their write.
+func (w *Writer) decide(key client.ObjectKey, base *v1alpha1.ReleaseLog, batch []*request) ([]*request, int) {
 	entries := make([]queued, len(batch))
 	for i, r := range batch {
 		entries[i] = queued{id: r.entry.ID, bytes: r.bytes}
 	}
 	var adds []*request
-	for i, v := range planWrite(w.stateOf(key, base), entries, w.limits) {
+	state := w.stateOf(key, base)
+	dayBytes := state.bytes
+	for i, v := range planWrite(state, entries, w.limits) {
 		r := batch[i]
 		switch v {
 		case verdictAdd:
 			adds = append(adds, r)
+			dayBytes += r.bytes
 		case verdictPresent:
 			r.answer(result{})
 		case verdictFull:
@@ -316,7 +334,7 @@ func (w *Writer) decide(key client.ObjectKey, base *v1alpha1.ReleaseLog, batch [
 				ErrDayFull, key.Name, r.bytes, w.limits.maxBytes)})
 		}
 	}
-	return adds
+	return adds, dayBytes
 }
 
 // stateOf returns what planWrite needs of the day's object, base (nil when there is none).
