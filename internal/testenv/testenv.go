@@ -31,6 +31,7 @@ type Env struct {
 	Config *rest.Config
 	Client client.Client
 	env    *envtest.Environment
+	logs   []*os.File
 }
 
 // Options change how the API server starts.
@@ -38,6 +39,9 @@ type Options struct {
 	// APIServerFlags are set on kube-apiserver's command line, flag name (without dashes) to
 	// values, e.g. "audit-log-path": {"/tmp/audit.log"}.
 	APIServerFlags map[string][]string
+	// LogDir, when set, receives the output of kube-apiserver (kube-apiserver.log) and etcd
+	// (etcd.log); otherwise it is discarded.
+	LogDir string
 }
 
 // Start starts the API server and installs the CRDs under config/crd.
@@ -66,8 +70,28 @@ func StartWith(opts Options) (*Env, error) {
 	for flag, values := range opts.APIServerFlags {
 		env.ControlPlane.GetAPIServer().Configure().Set(flag, values...)
 	}
+	var logs []*os.File
+	closeLogs := func() {
+		for _, f := range logs {
+			_ = f.Close()
+		}
+	}
+	if opts.LogDir != "" {
+		for _, name := range []string{"kube-apiserver.log", "etcd.log"} {
+			f, err := os.Create(filepath.Join(opts.LogDir, name))
+			if err != nil {
+				closeLogs()
+				return nil, err
+			}
+			logs = append(logs, f)
+		}
+		apiServer := env.ControlPlane.GetAPIServer()
+		apiServer.Out, apiServer.Err = logs[0], logs[0]
+		env.ControlPlane.Etcd = &envtest.Etcd{Out: logs[1], Err: logs[1]}
+	}
 	cfg, err := env.Start()
 	if err != nil {
+		closeLogs()
 		return nil, fmt.Errorf("starting the test API server from %s: %w", assets, err)
 	}
 	// Tests and benchmarks write a lot; the client-side rate limit would measure itself.
@@ -75,9 +99,10 @@ func StartWith(opts Options) (*Env, error) {
 	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
 	if err != nil {
 		_ = env.Stop()
+		closeLogs()
 		return nil, err
 	}
-	return &Env{Config: cfg, Client: c, env: env}, nil
+	return &Env{Config: cfg, Client: c, env: env, logs: logs}, nil
 }
 
 // WriteKubeconfig writes a kubeconfig for a cluster administrator of the API server to path.
@@ -95,7 +120,11 @@ func (e *Env) WriteKubeconfig(path string) error {
 
 // Stop stops the API server.
 func (e *Env) Stop() error {
-	return e.env.Stop()
+	err := e.env.Stop()
+	for _, f := range e.logs {
+		_ = f.Close()
+	}
+	return err
 }
 
 // Main runs a package's tests against one API server shared by all of them: it starts the

@@ -52,7 +52,7 @@ func BenchmarkShippedAPI(b *testing.B) {
 
 func runShippedAPI(b *testing.B, binary string, n int) {
 	ctx := context.Background()
-	dir := b.TempDir()
+	dir := runDir(b)
 	perStream := max(1, n/readStreams)
 	n = perStream * readStreams
 	progressf("shipped api: %d streams x %d payloads x %d verifications; binary %s", readStreams, perStream, readVerifications, binary)

@@ -87,7 +87,7 @@ type shippedResult struct {
 func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	runStart := time.Now()
 	ctx := context.Background()
-	dir := b.TempDir()
+	dir := runDir(b)
 	progressf("shipped controller: %d payloads x %d jobs; binary %s", n, jobsPerPayload, binary)
 
 	env, kubeconfig := startAPIServer(b, dir)
@@ -111,7 +111,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	// Let the controller settle after its caches filled, then take its size without payloads.
 	time.Sleep(2 * time.Second)
 	rssBefore := rssKB(ctl.Pid())
-	writesStart := scrapeStatusWrites(b, env.Config, "releasepayloads")
+	writesStart := scrapeAPIServerCounts(b, env.Config, "releasepayloads")
 
 	// Create the payloads, their succeeded creation jobs and their verification jobs.
 	names := make([]string, n)
@@ -152,13 +152,15 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	// Wait until every payload is Ready with all its runs recorded: all in flight.
 	w.waitAll(b, ctl, "in flight", names, inFlight)
 	inflightAfter := time.Since(setupStart)
-	writesInflight := scrapeStatusWrites(b, env.Config, "releasepayloads")
+	writesInflight := scrapeAPIServerCounts(b, env.Config, "releasepayloads")
 	rssInflight := rssKB(ctl.Pid())
 	progressf("all %d payloads in flight %s after the first was created; controller RSS %d MB (%d MB before)",
 		n, inflightAfter.Round(time.Millisecond), rssInflight>>10, rssBefore>>10)
 
 	// Finish the jobs payload by payload, as fast as the API server takes them.
 	lastJobDone := make([]time.Time, n)
+	writesFinish := scrapeAPIServerCounts(b, env.Config, "releasepayloads")
+	probe := startAPIProbe(env, payloadNamespace)
 	finishStart := time.Now()
 	var finished atomic.Int64
 	parallel(b, ctl, n, finishWorkers, func(i int) error {
@@ -176,13 +178,17 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	finishTook := time.Since(finishStart)
 	w.waitAll(b, ctl, "accepted", names, isAccepted)
 	allAccepted := w.lastAccepted()
+	probeMax, slowReads := probe.stop()
+	progressf("API server requests per payload during the finish: %s", describeRequests(writesFinish, scrapeAPIServerCounts(b, env.Config, "releasepayloads"), n))
+	progressf("API server reads during the finish: slowest %s, %d of them %s or slower: %s",
+		probeMax.Round(time.Millisecond), len(slowReads), probeSlow, describeSlowReads(slowReads, finishStart, 10))
 	tags := make(map[string]bool, n)
 	for _, name := range names {
 		tags[name] = true
 	}
 	logAtAccept := countLogEntries(b, env, tags)
 	countedAt := time.Now()
-	writesAccepted := scrapeStatusWrites(b, env.Config, "releasepayloads")
+	writesAccepted := scrapeAPIServerCounts(b, env.Config, "releasepayloads")
 	progressf("all %d payloads accepted %s after the first jobs were finished (jobs finished in %s); release log holds %d of %d",
 		n, allAccepted.Sub(finishStart).Round(time.Millisecond), finishTook.Round(time.Millisecond), logAtAccept, n)
 
@@ -209,6 +215,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 		latencies[i] = w.acceptedAt(name).Sub(lastJobDone[i])
 	}
 	reportSlowest(names, latencies, lastJobDone, finishStart)
+	reportWindows(latencies, lastJobDone, finishStart, 30*time.Second)
 	slices.Sort(latencies)
 	res := shippedResult{
 		p50: percentile(latencies, 50), p99: percentile(latencies, 99),
@@ -234,6 +241,8 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 		"seconds", fmt.Sprintf("%.0f", time.Since(runStart).Seconds()),
 		"payload_queue_ms", fmt.Sprintf("%.0f", queue.waitMS), "payload_reconcile_ms", fmt.Sprintf("%.1f", queue.workMS),
 		"reconciles_per_payload", fmt.Sprintf("%.1f", queue.reconciles/float64(n)),
+		"api_read_max_ms", probeMax.Milliseconds(), "api_slow_reads", len(slowReads),
+		"api_consistency_checks", int64(writesAccepted.consistencyChecks-writesFinish.consistencyChecks),
 	)
 	return res
 }
@@ -484,4 +493,27 @@ func reportSlowest(names []string, latencies []time.Duration, done []time.Time, 
 		slowest = append(slowest, fmt.Sprintf("+%s:%s", done[i].Sub(start).Round(100*time.Millisecond), latencies[i].Round(10*time.Millisecond)))
 	}
 	progressf("slowest verdicts (jobs finished at +t : verdict after): %s", strings.Join(slowest, " "))
+}
+
+// reportWindows prints p50, p99 and max of the verdicts whose jobs finished in each window of
+// the finish phase: a slow window against steady ones is a pause, a slow end a backlog.
+func reportWindows(latencies []time.Duration, done []time.Time, start time.Time, window time.Duration) {
+	var windows [][]time.Duration
+	for i, d := range latencies {
+		w := int(done[i].Sub(start) / window)
+		for len(windows) <= w {
+			windows = append(windows, nil)
+		}
+		windows[w] = append(windows[w], d)
+	}
+	parts := make([]string, 0, len(windows))
+	for w, ds := range windows {
+		if len(ds) == 0 {
+			continue
+		}
+		slices.Sort(ds)
+		parts = append(parts, fmt.Sprintf("+%s:%d/%d/%d", time.Duration(w)*window, percentile(ds, 50).Milliseconds(),
+			percentile(ds, 99).Milliseconds(), ds[len(ds)-1].Milliseconds()))
+	}
+	progressf("verdicts by when their jobs finished (+t: p50/p99/max ms): %s", strings.Join(parts, " "))
 }

@@ -12,12 +12,15 @@
 // RELEASE_CONTROLLER_BINARY names the binary to measure; unset, the benchmarks build it with
 // `go build` into a temporary folder. BENCH_PAYLOADS sets how many payloads are put in flight
 // (default 1,000; BENCH_LARGE=1 makes it 10,000), BENCH_BUILD_RUNS how many payload builds are
-// timed (default 5). Nothing is measured without -bench: `go test ./...` compiles the package
+// timed (default 5). BENCH_LOG_DIR keeps the logs of the controller, kube-apiserver and etcd
+// in that folder (one subfolder per run) instead of a temporary one; BENCH_APISERVER_ARGS adds
+// flags (--flag=value, split at spaces) to kube-apiserver, for experiments. Nothing is measured without -bench: `go test ./...` compiles the package
 // and runs no test.
 package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -129,11 +132,58 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
-// startAPIServer starts kube-apiserver and etcd with the CRDs installed and writes an admin
-// kubeconfig into dir. The caller stops it.
+// auditPolicy records the lists and watches (when each ends): a client that lists again
+// after losing its watch shows there.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  verbs: ["list", "watch"]
+- level: None
+`
+
+// runDir is the folder of one run's kubeconfig and logs: under BENCH_LOG_DIR, which keeps it,
+// or a temporary one.
+func runDir(b *testing.B) string {
+	b.Helper()
+	keep := os.Getenv("BENCH_LOG_DIR")
+	if keep == "" {
+		return b.TempDir()
+	}
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	dir, err := os.MkdirTemp(keep, strings.ReplaceAll(b.Name(), "/", "_")+"-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	progressf("logs in %s", dir)
+	return dir
+}
+
+// startAPIServer starts kube-apiserver and etcd with the CRDs installed, their logs and an
+// admin kubeconfig in dir. The caller stops it.
 func startAPIServer(b *testing.B, dir string) (*testenv.Env, string) {
 	b.Helper()
-	env, err := testenv.Start()
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	flags := map[string][]string{
+		"audit-policy-file": {policy},
+		"audit-log-path":    {filepath.Join(dir, "audit.log")},
+		// V(1) logs the watches the API server closes for being too slow.
+		"v": {"1"},
+	}
+	for _, arg := range strings.Fields(os.Getenv("BENCH_APISERVER_ARGS")) {
+		name, value, ok := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if !ok {
+			b.Fatalf("BENCH_APISERVER_ARGS: %q: want --flag=value", arg)
+		}
+		flags[name] = append(flags[name], value)
+	}
+	env, err := testenv.StartWith(testenv.Options{LogDir: dir, APIServerFlags: flags})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -247,15 +297,22 @@ func rssKB(pid int) int64 {
 	return -1
 }
 
-// statusWrites are the API server's counts of status writes of one resource.
-type statusWrites struct {
+// apiServerCounts are the API server's counts of status writes of one resource, of its cache
+// consistency checks and of every request.
+type apiServerCounts struct {
 	ok        float64 // PATCH, UPDATE or APPLY answered 2xx
 	conflicts float64 // the same answered 409
+	// consistencyChecks the API server made of its watch cache against etcd (any resource):
+	// each lists the whole resource from etcd, which takes both cores for tens of seconds at
+	// 100,000 Jobs on this machine.
+	consistencyChecks float64
+	// requests by "VERB resource[/subresource]"
+	requests map[string]float64
 }
 
-// scrapeStatusWrites reads apiserver_request_total from the API server's /metrics (as the
+// scrapeAPIServerCounts reads apiserver_request_total from the API server's /metrics (as the
 // admin) and sums the status writes of resource (releasepayloads, pipelines).
-func scrapeStatusWrites(b *testing.B, cfg *rest.Config, resource string) statusWrites {
+func scrapeAPIServerCounts(b *testing.B, cfg *rest.Config, resource string) apiServerCounts {
 	b.Helper()
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
@@ -274,8 +331,13 @@ func scrapeStatusWrites(b *testing.B, cfg *rest.Config, resource string) statusW
 	if err != nil {
 		b.Fatalf("reading the API server's metrics: %v", err)
 	}
-	var w statusWrites
+	w := apiServerCounts{requests: map[string]float64{}}
 	metrics.Each("apiserver_request_total", func(labels map[string]string, value float64) {
+		key := labels["verb"] + " " + labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		w.requests[key] += value
 		if labels["resource"] != resource || labels["subresource"] != "status" ||
 			!slices.Contains([]string{"PATCH", "UPDATE", "APPLY"}, labels["verb"]) {
 			return
@@ -286,6 +348,9 @@ func scrapeStatusWrites(b *testing.B, cfg *rest.Config, resource string) statusW
 		case code == "409":
 			w.conflicts += value
 		}
+	})
+	metrics.Each("apiserver_storage_consistency_checks_total", func(_ map[string]string, value float64) {
+		w.consistencyChecks += value
 	})
 	return w
 }
@@ -419,4 +484,98 @@ func profileCPU(b *testing.B, addr string) func() {
 		}
 		progressf("CPU profile of the controller written to %s", path)
 	}
+}
+
+// apiProbe reads one small object from the API server (through to etcd) every probeInterval
+// and keeps the slow reads: a pause of the API server, etcd or the machine shows as slow reads
+// at one moment, which the benchmark can put next to its slow verdicts.
+type apiProbe struct {
+	mu     sync.Mutex
+	slow   []probeRead
+	max    time.Duration
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+type probeRead struct {
+	at   time.Time
+	took time.Duration
+}
+
+const (
+	probeInterval = 200 * time.Millisecond
+	probeSlow     = 250 * time.Millisecond
+)
+
+func startAPIProbe(env *testenv.Env, namespace string) *apiProbe {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &apiProbe{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(probeInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			start := time.Now()
+			var ns corev1.Namespace
+			err := env.Client.Get(ctx, client.ObjectKey{Name: namespace}, &ns)
+			took := time.Since(start)
+			if err != nil && ctx.Err() != nil {
+				return
+			}
+			p.mu.Lock()
+			p.max = max(p.max, took)
+			if took >= probeSlow {
+				p.slow = append(p.slow, probeRead{at: start, took: took})
+			}
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// stop ends the probe and returns the slowest read and the reads slower than probeSlow.
+func (p *apiProbe) stop() (time.Duration, []probeRead) {
+	p.cancel()
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.max, p.slow
+}
+
+// describeSlowReads lists up to limit of the slowest reads as +t:took since start.
+func describeSlowReads(reads []probeRead, start time.Time, limit int) string {
+	reads = slices.Clone(reads)
+	slices.SortFunc(reads, func(a, b probeRead) int { return int(b.took - a.took) })
+	reads = reads[:min(len(reads), limit)]
+	slices.SortFunc(reads, func(a, b probeRead) int { return a.at.Compare(b.at) })
+	parts := make([]string, len(reads))
+	for i, r := range reads {
+		parts[i] = fmt.Sprintf("+%s:%s", r.at.Sub(start).Round(100*time.Millisecond), r.took.Round(10*time.Millisecond))
+	}
+	return strings.Join(parts, " ")
+}
+
+// describeRequests lists the requests made between two counts, per payload, most first.
+func describeRequests(before, after apiServerCounts, payloads int) string {
+	type count struct {
+		key string
+		n   float64
+	}
+	var counts []count
+	for key, n := range after.requests {
+		if d := n - before.requests[key]; d > 0 {
+			counts = append(counts, count{key, d / float64(payloads)})
+		}
+	}
+	slices.SortFunc(counts, func(a, b count) int { return cmp.Compare(b.n, a.n) })
+	parts := make([]string, 0, len(counts))
+	for _, c := range counts[:min(len(counts), 12)] {
+		parts = append(parts, fmt.Sprintf("%s=%.2f", strings.ReplaceAll(c.key, " ", ":"), c.n))
+	}
+	return strings.Join(parts, " ")
 }

@@ -43,7 +43,7 @@ func BenchmarkPayloadBuild(b *testing.B) {
 	binary := releaseControllerBinary(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dir := b.TempDir()
+	dir := runDir(b)
 
 	reg, err := registry.Start(ctx, registry.Options{Dir: filepath.Join(dir, "registry")})
 	if err != nil {

@@ -77,7 +77,7 @@ func targetNamespace(t int) string { return fmt.Sprintf("target-%d", t) }
 func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 	runStart := time.Now()
 	ctx := context.Background()
-	dir := b.TempDir()
+	dir := runDir(b)
 	progressf("shipped pipelines: %d pipelines x %d environments x %d targets over 3 clusters; binary %s",
 		benchPipelines, len(benchEnvironments), benchTargets, binary)
 
@@ -148,7 +148,7 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 	// Two hops: dev's rollout on leaf a → staging patched on leaf b; staging's rollout on
 	// leaf b → prod patched on the management cluster.
 	profiled := profileCPU(b, pprofAddr)
-	writesBefore := scrapeStatusWrites(b, mgmt.Config, "pipelines")
+	writesBefore := scrapeAPIServerCounts(b, mgmt.Config, "pipelines")
 	reconcilesBefore := scrapeReconciles(b, metricsAddr, "pipeline")
 	var latencies []time.Duration
 	for hop := range len(benchEnvironments) - 1 {
@@ -186,7 +186,7 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 		return lp != nil && lp.Revision == "2"
 	})
 	profiled()
-	writes := scrapeStatusWrites(b, mgmt.Config, "pipelines")
+	writes := scrapeAPIServerCounts(b, mgmt.Config, "pipelines")
 	reconciles := scrapeReconciles(b, metricsAddr, "pipeline") - reconcilesBefore
 	rss := rssKB(ctl.Pid())
 	stats := scrapePipelineStats(b, metricsAddr)
