@@ -179,7 +179,8 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	w.waitAll(b, ctl, "accepted", names, isAccepted)
 	allAccepted := w.lastAccepted()
 	probeMax, slowReads := probe.stop()
-	progressf("API server requests per payload during the finish: %s", describeRequests(writesFinish, scrapeAPIServerCounts(b, env.Config, "releasepayloads"), n))
+	writesAccepted := scrapeAPIServerCounts(b, env.Config, "releasepayloads")
+	progressf("API server requests per payload during the finish: %s", describeRequests(writesFinish, writesAccepted, n))
 	progressf("API server reads during the finish: slowest %s, %d of them %s or slower: %s",
 		probeMax.Round(time.Millisecond), len(slowReads), probeSlow, describeSlowReads(slowReads, finishStart, 10))
 	tags := make(map[string]bool, n)
@@ -188,7 +189,6 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	}
 	logAtAccept := countLogEntries(b, env, tags)
 	countedAt := time.Now()
-	writesAccepted := scrapeAPIServerCounts(b, env.Config, "releasepayloads")
 	progressf("all %d payloads accepted %s after the first jobs were finished (jobs finished in %s); release log holds %d of %d",
 		n, allAccepted.Sub(finishStart).Round(time.Millisecond), finishTook.Round(time.Millisecond), logAtAccept, n)
 
