@@ -55,10 +55,57 @@ run: build control-plane ## Start the embedded local environment (release-contro
 # its pure-Go OpenPGP mechanism, not gpgme (cgo).
 TEST_TAGS := containers_image_openpgp
 
+# test/cluster starts the local cluster (make cluster's) for its run and removes it at the end;
+# the trap removes it as well when go test is killed (its timeout, ^C) before test/cluster could.
 .PHONY: test
-test: control-plane chromium verify-generated lint ## Run every test against a real API server (builds it first); golangci-lint (with govet) included.
+test: control-plane node-binaries cluster-deps cluster-tools chromium verify-generated lint ## Run every test against a real API server (builds it first) and on a local one-node cluster; golangci-lint (with govet) included.
 	@echo "==> go test ./... (KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS))"
+	@trap '$(SUDO) $(CLUSTER_TOOL) down | grep -v "no local cluster recorded" || true' EXIT; \
 	$(GO) test -count=1 -timeout 30m -tags $(TEST_TAGS) ./...
+
+##@ Local cluster
+
+# A one-node cluster of Kubernetes' own components as local processes (internal/localcluster):
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy,
+# containerd with runc and a CNI bridge, and a registry with TLS and htpasswd. It needs root;
+# SUDO runs it for anyone else.
+CLUSTER_DIR ?= $(CURDIR)/.cluster
+CLUSTER_TOOL := $(BIN)/cluster
+PAUSE := $(BIN)/pause
+# Debian's packages the cluster runs on, each with a file that says it is installed.
+CLUSTER_PACKAGES := containerd:/usr/bin/containerd runc:/usr/sbin/runc containernetworking-plugins:/usr/lib/cni/bridge \
+	iptables:/usr/sbin/iptables conntrack:/usr/sbin/conntrack iproute2:/usr/sbin/ip
+
+.PHONY: cluster
+cluster: cluster-deps control-plane node-binaries cluster-tools ## Start the local one-node cluster in CLUSTER_DIR (.cluster) and print its kubeconfig and registry.
+	@$(SUDO) $(CLUSTER_TOOL) up --dir $(CLUSTER_DIR) --kube-bin $(CONTROL_PLANE) --pause $(PAUSE)
+
+.PHONY: cluster-down
+cluster-down: cluster-tools ## Stop the local cluster and remove every process, mount, cgroup, interface and iptables rule it made.
+	@$(SUDO) $(CLUSTER_TOOL) down
+
+.PHONY: cluster-deps
+cluster-deps: ## Install containerd, runc, the CNI plugins, iptables and conntrack (Debian packages) when missing.
+	@missing=""; for entry in $(CLUSTER_PACKAGES); do \
+		[ -e "$${entry#*:}" ] || missing="$$missing $${entry%%:*}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		echo "==> installing$$missing (Debian packages) for the local cluster"; \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+		$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	fi
+
+.PHONY: node-binaries
+node-binaries: $(CONTROL_PLANE)/kubelet ## Get kube-controller-manager, kube-scheduler, kubelet and kube-proxy (once): prebuilt where reachable, else built from Go modules.
+
+$(CONTROL_PLANE)/kubelet: | $(CONTROL_PLANE)/kubectl
+	@$(GO) run ./hack/controlplane --node --version $(KUBE_VERSION) --out $(CONTROL_PLANE)
+
+# Static: the pause binary is the sandbox image's only file.
+.PHONY: cluster-tools
+cluster-tools: ## Build bin/cluster (make cluster's command) and bin/pause (the sandbox process).
+	@CGO_ENABLED=0 $(GO) build -o $(CLUSTER_TOOL) ./hack/cluster
+	@CGO_ENABLED=0 $(GO) build -o $(PAUSE) ./hack/cluster/pause
 
 ##@ Development
 

@@ -1,11 +1,15 @@
 // Command controlplane puts kube-apiserver, etcd and kubectl into a folder for envtest
-// (KUBEBUILDER_ASSETS). Where the machine can reach it, it downloads the prebuilt archive that
+// (KUBEBUILDER_ASSETS), and with --node the node's components for the local cluster
+// (kube-controller-manager, kube-scheduler, kubelet, kube-proxy). Where the machine can reach it, it downloads the prebuilt archive that
 // controller-tools publishes for setup-envtest (found through its release index, checked
 // against the index's SHA-512); when that fails for any reason it says so in one line and
 // builds them from Go modules with hack/build-control-plane.sh, as on machines without
-// internet. `make control-plane` runs it.
+// internet. `make control-plane` runs it. The node's components come from Kubernetes' release
+// downloads (dl.k8s.io), each checked against the SHA-512 published beside it, or are built
+// the same way (`make node-binaries`).
 //
 //	go run ./hack/controlplane --version v1.37.1 --out bin/k8s/1.37.1-linux-amd64
+//	go run ./hack/controlplane --node --version v1.37.1 --out bin/k8s/1.37.1-linux-amd64
 //
 // CONTROL_PLANE_DOWNLOAD=0 skips the download; CONTROL_PLANE_INDEX_URL names another index.
 package main
@@ -39,6 +43,13 @@ const DefaultIndexURL = "https://raw.githubusercontent.com/kubernetes-sigs/contr
 // binaries are what envtest runs (etcd, kube-apiserver) and what `make run` users get (kubectl).
 var binaries = []string{"etcd", "kube-apiserver", "kubectl"}
 
+// nodeBinaries are the rest of the local cluster.
+var nodeBinaries = []string{"kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"}
+
+// DefaultReleaseURL is where Kubernetes publishes its binaries:
+// <url>/<version>/bin/<os>/<arch>/<name>, with <name>.sha512 beside each.
+const DefaultReleaseURL = "https://dl.k8s.io/release"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := run(ctx, os.Args[1:], os.Stdout)
@@ -55,6 +66,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.Version, "version", "", "Kubernetes version, e.g. v1.37.1")
 	fs.StringVar(&o.Out, "out", "", "folder to put etcd, kube-apiserver and kubectl in")
 	fs.StringVar(&o.IndexURL, "index", envOr("CONTROL_PLANE_INDEX_URL", DefaultIndexURL), "setup-envtest release index")
+	fs.StringVar(&o.ReleaseURL, "release-url", envOr("NODE_RELEASE_URL", DefaultReleaseURL), "Kubernetes' release downloads (with --node)")
+	fs.BoolVar(&o.Node, "node", false, "the node's components instead of the control plane")
 	buildScript := fs.String("build-script", "hack/build-control-plane.sh", "builds the binaries from Go modules when the download fails")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -72,7 +85,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}}
 	o.Log = out
 	o.Build = func(ctx context.Context) error {
-		cmd := exec.CommandContext(ctx, *buildScript, o.Out)
+		args := []string{o.Out}
+		if o.Node {
+			args = append(args, "node")
+		}
+		cmd := exec.CommandContext(ctx, *buildScript, args...)
 		cmd.Env = append(os.Environ(), "KUBE_VERSION="+o.Version)
 		cmd.Stdout, cmd.Stderr = out, os.Stderr
 		return cmd.Run()
@@ -92,34 +109,56 @@ type options struct {
 	OS, Arch string
 	Out      string
 	IndexURL string
-	Download bool
-	Client   *http.Client
-	Log      io.Writer
+	// Node selects the node's components (nodeBinaries, from ReleaseURL).
+	Node       bool
+	ReleaseURL string
+	Download   bool
+	Client     *http.Client
+	Log        io.Writer
 	// Build makes the binaries from source: the fallback.
 	Build func(context.Context) error
 }
 
-// ensure leaves the three binaries in o.Out: already there, downloaded, or built.
+// what names the binaries o asks for, in messages.
+func (o options) what() string {
+	if o.Node {
+		return "node components"
+	}
+	return "control plane"
+}
+
+func (o options) binaries() []string {
+	if o.Node {
+		return nodeBinaries
+	}
+	return binaries
+}
+
+// ensure leaves the binaries in o.Out: already there, downloaded, or built.
 func ensure(ctx context.Context, o options) error {
-	if present(o.Out) {
-		fmt.Fprintf(o.Log, "==> control plane already in %s\n", o.Out)
+	if present(o.Out, o.binaries()) {
+		fmt.Fprintf(o.Log, "==> %s already in %s\n", o.what(), o.Out)
 		return nil
 	}
 	if o.Download {
-		err := download(ctx, o)
+		fetch := download
+		if o.Node {
+			fetch = downloadNode
+		}
+		err := fetch(ctx, o)
 		if err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return err
 		}
-		fmt.Fprintf(o.Log, "==> no prebuilt control plane (%v); building it from Go modules instead\n", err)
+		fmt.Fprintf(o.Log, "==> no prebuilt %s (%v); building from Go modules instead\n", o.what(), err)
 	}
 	return o.Build(ctx)
 }
 
-func present(dir string) bool {
-	for _, name := range binaries {
+func present(dir string, names []string) bool {
+	for _, name := range names {
 		if fi, err := os.Stat(filepath.Join(dir, name)); err != nil || fi.Mode()&0o111 == 0 {
 			return false
 		}
@@ -192,6 +231,58 @@ func download(ctx context.Context, o options) error {
 	return nil
 }
 
+// downloadNode fetches each node binary from o.ReleaseURL and checks it against the SHA-512
+// published beside it, all or nothing: nothing lands in o.Out unless every binary arrived
+// intact.
+func downloadNode(ctx context.Context, o options) error {
+	version := "v" + strings.TrimPrefix(o.Version, "v")
+	if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
+		return err
+	}
+	staging, err := os.MkdirTemp(filepath.Dir(o.Out), ".node-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(staging)
+	for _, name := range nodeBinaries {
+		url := fmt.Sprintf("%s/%s/bin/%s/%s/%s", strings.TrimSuffix(o.ReleaseURL, "/"), version, o.OS, o.Arch, name)
+		sumCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		body, err := get(sumCtx, o.Client, url+".sha512")
+		if err != nil {
+			cancel()
+			return err
+		}
+		raw, err := io.ReadAll(io.LimitReader(body, 4096))
+		body.Close()
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s.sha512: %w", url, err)
+		}
+		fields := strings.Fields(string(raw))
+		if len(fields) == 0 || len(fields[0]) != 128 {
+			return fmt.Errorf("%s.sha512 holds no SHA-512", url)
+		}
+		fmt.Fprintf(o.Log, "==> downloading %s\n", url)
+		path := filepath.Join(staging, name)
+		if err := fetchChecked(ctx, o, url, fields[0], path); err != nil {
+			return err
+		}
+		if err := os.Chmod(path, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return err
+	}
+	for _, name := range nodeBinaries {
+		if err := os.Rename(filepath.Join(staging, name), filepath.Join(o.Out, name)); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(o.Log, "==> node components %s in %s (SHA-512 checked)\n", version, o.Out)
+	return nil
+}
+
 func get(ctx context.Context, client *http.Client, url string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -227,7 +318,7 @@ func fetchChecked(ctx context.Context, o options, url, wantHex, path string) err
 		return fmt.Errorf("downloading %s: %w", url, err)
 	}
 	if got := hex.EncodeToString(sum.Sum(nil)); !strings.EqualFold(got, wantHex) {
-		return fmt.Errorf("checksum mismatch for %s (%d bytes): SHA-512 %s, the index says %s", url, n, got, wantHex)
+		return fmt.Errorf("checksum mismatch for %s (%d bytes): SHA-512 %s, expected %s", url, n, got, wantHex)
 	}
 	return f.Close()
 }

@@ -177,11 +177,103 @@ func TestRunFallsBackToTheBuildScript(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, &log)
 	}
-	if !strings.Contains(log.String(), "building it from Go modules instead") {
+	if !strings.Contains(log.String(), "building from Go modules instead") {
 		t.Errorf("no fallback notice in:\n%s", &log)
 	}
 	b, err := os.ReadFile(filepath.Join(out, "kube-apiserver"))
 	if err != nil || string(b) != "v1.37.1\n" {
 		t.Errorf("kube-apiserver = %q, %v; want the build script's output for v1.37.1", b, err)
+	}
+}
+
+// nodeReleaseServer serves the node binaries as dl.k8s.io lays them out, each with its
+// .sha512; sums overrides a binary's published checksum.
+func nodeReleaseServer(t *testing.T, version string, files, sums map[string]string) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	for name, content := range files {
+		path := fmt.Sprintf("/release/%s/bin/%s/%s/%s", version, runtime.GOOS, runtime.GOARCH, name)
+		sum, ok := sums[name]
+		if !ok {
+			sum = sha512Hex([]byte(content))
+		}
+		mux.HandleFunc("GET "+path, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte(content)) })
+		mux.HandleFunc("GET "+path+".sha512", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "%s  %s\n", sum, name) })
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestEnsureNode(t *testing.T) {
+	all := map[string]string{}
+	for _, name := range nodeBinaries {
+		all[name] = "#!/bin/sh\necho " + name + "\n"
+	}
+	withoutProxy := map[string]string{}
+	for name, content := range all {
+		if name != "kube-proxy" {
+			withoutProxy[name] = content
+		}
+	}
+	cases := []struct {
+		name      string
+		files     map[string]string
+		sums      map[string]string
+		wantBuilt bool
+		wantLog   string
+	}{
+		{name: "download", files: all, wantLog: "node components v1.37.1 in"},
+		{name: "checksum mismatch", files: all, sums: map[string]string{"kubelet": sha512Hex([]byte("other"))}, wantBuilt: true, wantLog: "checksum mismatch"},
+		{name: "not published", files: withoutProxy, wantBuilt: true, wantLog: "kube-proxy.sha512: 404"},
+		{name: "no checksum in the file", files: all, sums: map[string]string{"kube-scheduler": ""}, wantBuilt: true, wantLog: "holds no SHA-512"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := nodeReleaseServer(t, "v1.37.1", tc.files, tc.sums)
+			out := filepath.Join(t.TempDir(), "k8s", "1.37.1")
+			var log bytes.Buffer
+			built := false
+			err := ensure(context.Background(), options{
+				Version: "1.37.1", OS: runtime.GOOS, Arch: runtime.GOARCH, Out: out, Node: true,
+				ReleaseURL: srv.URL + "/release", Download: true, Client: srv.Client(), Log: &log,
+				Build: func(context.Context) error {
+					built = true
+					for _, name := range nodeBinaries {
+						if err := os.MkdirAll(out, 0o755); err != nil {
+							return err
+						}
+						if err := os.WriteFile(filepath.Join(out, name), []byte("built"), 0o755); err != nil {
+							return err
+						}
+					}
+					return nil
+				},
+			})
+			if err != nil {
+				t.Fatalf("ensure: %v\n%s", err, &log)
+			}
+			if built != tc.wantBuilt {
+				t.Errorf("built from source = %v, want %v; log:\n%s", built, tc.wantBuilt, &log)
+			}
+			if !strings.Contains(log.String(), tc.wantLog) {
+				t.Errorf("log does not say %q:\n%s", tc.wantLog, &log)
+			}
+			for _, name := range nodeBinaries {
+				b, err := os.ReadFile(filepath.Join(out, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := map[bool]string{true: "built", false: all[name]}[tc.wantBuilt]; string(b) != want {
+					t.Errorf("%s = %q, want %q", name, b, want)
+				}
+				if fi, err := os.Stat(filepath.Join(out, name)); err != nil || fi.Mode()&0o111 == 0 {
+					t.Errorf("%s is not executable: %v", name, err)
+				}
+			}
+			if leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(out), ".node-*")); len(leftovers) != 0 {
+				t.Errorf("staging folders left behind: %v", leftovers)
+			}
+		})
 	}
 }

@@ -2,7 +2,8 @@
 // registry application over its filesystem storage driver — for `release-controller dev` and
 // tests. Images persist in a directory across restarts, and manifests can be deleted.
 //
-// It serves plain HTTP; go-containerregistry speaks HTTP to loopback registries on its own.
+// It serves plain HTTP by default (go-containerregistry speaks HTTP to loopback registries on
+// its own), or HTTPS with htpasswd authentication, as the local cluster's registry does.
 // distribution logs through logrus' process-wide standard logger, so Start points that
 // logger at Options.Log (nil silences it).
 package registry
@@ -10,6 +11,7 @@ package registry
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -25,6 +27,8 @@ import (
 	"github.com/distribution/distribution/v3/registry/handlers"
 	"github.com/sirupsen/logrus"
 
+	// Registers the "htpasswd" access controller with distribution's auth factory.
+	_ "github.com/distribution/distribution/v3/registry/auth/htpasswd"
 	// Registers the "filesystem" storage driver with distribution's driver factory.
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/filesystem"
 )
@@ -43,6 +47,11 @@ type Options struct {
 	Addr string
 	// Log receives distribution's own log (every request); nil discards it.
 	Log io.Writer
+	// TLSCertFile and TLSKeyFile, when set, make it serve HTTPS with that certificate.
+	TLSCertFile, TLSKeyFile string
+	// Htpasswd, when set, is an htpasswd file (bcrypt): every request needs a user of it
+	// (HTTP basic authentication, distribution's htpasswd access controller).
+	Htpasswd string
 }
 
 // Server is a running registry.
@@ -73,18 +82,35 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	}
 	quietLogrus(opts.Log)
 
-	app, err := newApp(ctx, dir)
+	app, err := newApp(ctx, dir, opts.Htpasswd)
 	if err != nil {
 		return nil, err
+	}
+	var tlsConfig *tls.Config
+	if opts.TLSCertFile != "" || opts.TLSKeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(opts.TLSCertFile, opts.TLSKeyFile)
+		if err != nil {
+			_ = app.Shutdown()
+			return nil, fmt.Errorf("registry: TLS certificate: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		_ = app.Shutdown()
 		return nil, fmt.Errorf("registry: listening on %s: %w", opts.Addr, err)
 	}
+	if tlsConfig != nil {
+		ln = tls.NewListener(ln, tlsConfig)
+	}
+	// Blobs are served straight from disk only where distribution would not ask who reads.
+	var handler http.Handler = app
+	if opts.Htpasswd == "" {
+		handler = fastBlobs(dir, app)
+	}
 	s := &Server{
 		app:    app,
-		http:   &http.Server{Handler: fastBlobs(dir, app), ReadHeaderTimeout: 30 * time.Second},
+		http:   &http.Server{Handler: handler, ReadHeaderTimeout: 30 * time.Second},
 		addr:   ln.Addr().String(),
 		served: make(chan error, 1),
 		closed: make(chan struct{}),
@@ -101,7 +127,7 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 }
 
 // newApp builds distribution's application, turning its configuration panics into errors.
-func newApp(ctx context.Context, dir string) (app *handlers.App, err error) {
+func newApp(ctx context.Context, dir, htpasswd string) (app *handlers.App, err error) {
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, fmt.Errorf("registry: generating the upload secret: %w", err)
@@ -112,6 +138,9 @@ func newApp(ctx context.Context, dir string) (app *handlers.App, err error) {
 			"delete":     configuration.Parameters{"enabled": true},
 			"cache":      configuration.Parameters{"blobdescriptor": "inmemory"},
 		},
+	}
+	if htpasswd != "" {
+		config.Auth = configuration.Auth{"htpasswd": configuration.Parameters{"realm": "release-controller", "path": htpasswd}}
 	}
 	// The secret signs upload state between requests; a fresh one per start only loses
 	// uploads that were in flight when the previous process stopped.
