@@ -87,6 +87,8 @@ type Options struct {
 	// BuildImage and BuildServiceAccount run the payload creation jobs.
 	BuildImage          string
 	BuildServiceAccount string
+	// RegistryAuthSecret is the Secret the jobs pull and push with (--registry-auth-secret).
+	RegistryAuthSecret string
 
 	// ReleaseLog configures the release log: its namespace (empty: the first of Namespaces, or
 	// releaselog.DefaultNamespace when there is none), time to live, entry types, and the
@@ -277,7 +279,7 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	streams := &stream.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Jobs: jobs, Registry: opts.Registry, WatchProwJobs: prowJobs,
 		ImportInterval: opts.ImportInterval, RetryBackoff: opts.RetryBackoff,
-		BuildImage: opts.BuildImage, BuildServiceAccount: opts.BuildServiceAccount,
+		BuildImage: opts.BuildImage, BuildServiceAccount: opts.BuildServiceAccount, RegistryAuthSecret: opts.RegistryAuthSecret,
 	}
 	if err := streams.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the stream controller: %w", err)

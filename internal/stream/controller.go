@@ -73,6 +73,10 @@ type Reconciler struct {
 	BuildImage string
 	// BuildServiceAccount is the creation job's service account (it reads payloads).
 	BuildServiceAccount string
+	// RegistryAuthSecret names the kubernetes.io/dockerconfigjson Secret, in each payload's
+	// namespace, that the creation and verification Jobs pull and push with (see
+	// jobcontract.WithRegistryAuth); empty: none.
+	RegistryAuthSecret string
 	// WatchProwJobs is set when the cluster serves ProwJobs.
 	WatchProwJobs bool
 	// Events records the Events of streams and payloads; nil: the manager's recorder.
@@ -332,6 +336,7 @@ func (s *streamSync) build(ctx context.Context, p *v1alpha1.ReleasePayload) {
 		return
 	}
 	job := NewCreationJob(p, s.r.BuildImage, s.r.BuildServiceAccount)
+	jobcontract.WithRegistryAuth(&job.Spec.Template.Spec, s.r.RegistryAuthSecret)
 	switch err := s.r.Create(ctx, job); {
 	case apierrors.IsAlreadyExists(err):
 	case err != nil:
@@ -485,6 +490,7 @@ func (s *streamSync) launch(ctx context.Context, p *v1alpha1.ReleasePayload, l v
 	if err != nil {
 		return false, err
 	}
+	jobcontract.WithRegistryAuth(&job.Spec.Template.Spec, s.r.RegistryAuthSecret)
 	if err := s.r.Create(ctx, job); err != nil {
 		return false, client.IgnoreAlreadyExists(err)
 	}

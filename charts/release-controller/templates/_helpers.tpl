@@ -79,3 +79,73 @@ capabilities:
   - ALL
 readOnlyRootFilesystem: true
 {{- end }}
+
+{{/*
+The signature store of both commands: signing.store, else the file:// store on
+signing.claimName.
+*/}}
+{{- define "release-controller.signatureStore" -}}
+{{- if .Values.signing.store -}}
+{{ .Values.signing.store }}
+{{- else if .Values.signing.claimName -}}
+file:///var/lib/release-controller/signatures
+{{- end -}}
+{{- end }}
+
+{{/*
+Image pull secrets of both pods: imagePullSecrets and registryAuth.secretName.
+*/}}
+{{- define "release-controller.imagePullSecrets" -}}
+{{- $secrets := .Values.imagePullSecrets | default list -}}
+{{- with .Values.registryAuth.secretName }}
+{{- $secrets = append $secrets (dict "name" .) -}}
+{{- end }}
+{{- with $secrets }}
+imagePullSecrets:
+{{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The registry credentials and signature store mounts of both pods' container, and their volumes.
+*/}}
+{{- define "release-controller.sharedMounts" -}}
+{{- if .Values.registryAuth.secretName }}
+- name: registry-auth
+  mountPath: /var/run/secrets/release-controller.dev/registry
+  readOnly: true
+{{- end }}
+{{- if .Values.signing.claimName }}
+- name: signatures
+  mountPath: /var/lib/release-controller/signatures
+{{- end }}
+{{- end }}
+
+{{- define "release-controller.sharedVolumes" -}}
+{{- with .Values.registryAuth.secretName }}
+- name: registry-auth
+  projected:
+    sources:
+    - secret:
+        name: {{ . }}
+        items: [{key: .dockerconfigjson, path: config.json}]
+    - secret:
+        name: {{ . }}
+        items: [{key: ca.crt, path: ca.crt}]
+        optional: true
+{{- end }}
+{{- with .Values.signing.claimName }}
+- name: signatures
+  persistentVolumeClaim:
+    claimName: {{ . }}
+{{- end }}
+{{- end }}
+
+{{- define "release-controller.registryEnv" -}}
+{{- if .Values.registryAuth.secretName }}
+- name: DOCKER_CONFIG
+  value: /var/run/secrets/release-controller.dev/registry
+- name: SSL_CERT_DIR
+  value: /var/run/secrets/release-controller.dev/registry
+{{- end }}
+{{- end }}
