@@ -50,6 +50,12 @@ type PayloadCreationConfig struct {
 	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	MirrorRepository string `json:"mirrorRepository,omitempty"`
+
+	// BaseComponent names the component whose image the payload image is built on (the
+	// stream's payloadBaseComponent when the payload was created).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	BaseComponent string `json:"baseComponent,omitempty"`
 }
 
 // PayloadVerificationConfig is the stream's verification list as it was when the payload was

@@ -57,6 +57,7 @@ type Retention struct {
 }
 
 // ReleaseStreamSpec is a source of component images and the rules that turn it into releases.
+// +kubebuilder:validation:XValidation:rule="!has(self.payloadBaseComponent) || self.components.exists(c, c.name == self.payloadBaseComponent)",message="payloadBaseComponent must name one of the stream's components"
 type ReleaseStreamSpec struct {
 	// Components are the images that make up the product.
 	// +listType=map
@@ -85,6 +86,15 @@ type ReleaseStreamSpec struct {
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*((:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+)?$')",message="mirrorRepository must be a repository without tag or digest"
 	MirrorRepository string `json:"mirrorRepository,omitempty"`
+
+	// PayloadBaseComponent names the component whose image each payload image is built on: its
+	// layers and configuration (entrypoint, user, environment) come first and the release
+	// manifests go on top, so the payload runs as that component does, the way OpenShift's
+	// payloads run the cluster-version operator. Empty: the payload image holds the release
+	// manifests only and runs nothing.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	PayloadBaseComponent string `json:"payloadBaseComponent,omitempty"`
 
 	// Verification lists the tests every payload of this stream runs.
 	// +listType=map

@@ -299,6 +299,8 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			s.Spec.Retention.RejectedMaxAge = &metav1.Duration{Duration: -time.Hour}
 		},
 			"rejectedMaxAge must be a non-negative duration"},
+		{"payload base that is no component", func(s *v1alpha1.ReleaseStream) { s.Spec.PayloadBaseComponent = "cvo" },
+			"payloadBaseComponent must name one of the stream's components"},
 		{"jira URL that is no URL", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.URL = "issues" },
 			"url must be an http or https URL"},
 		{"jira URL of another scheme", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.URL = "ftp://issues.example.com" },

@@ -113,6 +113,8 @@ func buildPayload(ctx context.Context, c client.Client, namespace, name string, 
 		Repository: payload.Spec.PayloadCreationConfig.Repository,
 		Components: components,
 		Previous:   previous,
+		// The base image's layers are read from the registry like the components'.
+		BaseComponent: payload.Spec.PayloadCreationConfig.BaseComponent,
 		// The payload's own creation time: a retried job builds the same image.
 		Created:  payload.CreationTimestamp.Time,
 		Remote:   registryclient.New().Options(ctx),

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"slices"
@@ -56,6 +57,9 @@ type BuildOptions struct {
 	Metadata map[string]string
 	// Created is the release's creation time; zero means now. It is kept to the second.
 	Created time.Time
+	// BaseComponent, when set, names the component whose image the payload is built on: its
+	// layers and configuration come first, the release manifests on top.
+	BaseComponent string
 	// Remote options (transport, credentials) for every registry call.
 	Remote []remote.Option
 	// Progress, when set, receives a line every progressEvery components read and when done.
@@ -92,10 +96,17 @@ func Build(ctx context.Context, opts BuildOptions) (BuildResult, error) {
 	if previous == nil {
 		previous = []string{}
 	}
+	var base v1.Image
+	if opts.BaseComponent != "" {
+		if base, err = baseImage(ctx, opts, remoteOpts); err != nil {
+			return BuildResult{}, err
+		}
+	}
 	img, err := payloadImage(
 		ImageReferences{Kind: KindImageReferences, APIVersion: APIVersion, Tag: opts.Tag, Components: refs},
 		ReleaseMetadata{Kind: KindReleaseMetadata, APIVersion: APIVersion, Version: opts.Tag, Stream: opts.Stream,
 			Previous: previous, Metadata: opts.Metadata, Created: created},
+		base,
 	)
 	if err != nil {
 		return BuildResult{}, err
@@ -129,6 +140,9 @@ func validate(opts BuildOptions) (name.Tag, error) {
 	}
 	if len(opts.Components) == 0 {
 		return name.Tag{}, errors.New("a payload needs at least one component")
+	}
+	if opts.BaseComponent != "" && !slices.ContainsFunc(opts.Components, func(c Component) bool { return c.Name == opts.BaseComponent }) {
+		return name.Tag{}, fmt.Errorf("the base component %q is not a component of the payload", opts.BaseComponent)
 	}
 	seen := make(map[string]bool, len(opts.Components))
 	for _, c := range opts.Components {
@@ -255,16 +269,88 @@ func componentLabels(ctx context.Context, puller *remote.Puller, pullSpec string
 }
 
 // payloadImage is the single-layer image holding the two files.
-func payloadImage(refs ImageReferences, meta ReleaseMetadata) (v1.Image, error) {
+func payloadImage(refs ImageReferences, meta ReleaseMetadata, base v1.Image) (v1.Image, error) {
 	layerData, err := layerTar(refs, meta)
 	if err != nil {
 		return nil, err
 	}
+	labels := map[string]string{LabelRelease: refs.Tag, LabelStream: meta.Stream}
+	if base != nil {
+		return onBase(base, layerData, meta.Created, labels)
+	}
 	// The image holds data only; the OCI image spec still asks for a platform.
 	return SingleLayerImage(layerData, SingleLayerConfig{
 		Created: meta.Created, CreatedBy: "release-controller payload build", OS: "linux", Architecture: "amd64",
-		Labels: map[string]string{LabelRelease: refs.Tag, LabelStream: meta.Stream},
+		Labels: labels,
 	})
+}
+
+// baseImage reads the image of the base component; of an index, the linux/amd64 image, else
+// the first it lists.
+func baseImage(ctx context.Context, opts BuildOptions, remoteOpts []remote.Option) (v1.Image, error) {
+	i := slices.IndexFunc(opts.Components, func(c Component) bool { return c.Name == opts.BaseComponent })
+	pullSpec := opts.Components[i].Image
+	ref, err := name.NewDigest(pullSpec)
+	if err != nil {
+		return nil, err
+	}
+	desc, err := remote.Get(ref, append(slices.Clone(remoteOpts), remote.WithContext(ctx))...)
+	if err != nil {
+		return nil, fmt.Errorf("base component %q (%s): %w", opts.BaseComponent, pullSpec, explainRead(err, ref.RegistryStr()))
+	}
+	if !desc.MediaType.IsIndex() {
+		return desc.Image()
+	}
+	index, err := desc.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	manifest, err := index.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	pick := slices.IndexFunc(manifest.Manifests, func(d v1.Descriptor) bool {
+		return d.MediaType.IsImage() && d.Platform != nil && d.Platform.OS == "linux" && d.Platform.Architecture == "amd64"
+	})
+	if pick < 0 {
+		pick = slices.IndexFunc(manifest.Manifests, func(d v1.Descriptor) bool { return d.MediaType.IsImage() })
+	}
+	if pick < 0 {
+		return nil, fmt.Errorf("base component %q (%s): the index lists no image", opts.BaseComponent, pullSpec)
+	}
+	return index.Image(manifest.Manifests[pick].Digest)
+}
+
+// onBase puts the release manifests layer on top of base and keeps base's configuration
+// (entrypoint, user, environment, platform), with the payload's labels added to its own.
+func onBase(base v1.Image, layerData []byte, created time.Time, labels map[string]string) (v1.Image, error) {
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(layerData)), nil
+	}, tarball.WithMediaType(types.OCILayer))
+	if err != nil {
+		return nil, err
+	}
+	img, err := mutate.Append(mutate.ConfigMediaType(mutate.MediaType(base, types.OCIManifestSchema1), types.OCIConfigJSON), mutate.Addendum{
+		Layer:     layer,
+		MediaType: types.OCILayer,
+		History:   v1.History{Created: v1.Time{Time: created}, CreatedBy: "release-controller payload build"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	config, err := img.ConfigFile()
+	if err != nil {
+		return nil, err
+	}
+	config = config.DeepCopy()
+	config.Created = v1.Time{Time: created}
+	merged := maps.Clone(config.Config.Labels)
+	if merged == nil {
+		merged = map[string]string{}
+	}
+	maps.Copy(merged, labels)
+	config.Config.Labels = merged
+	return mutate.ConfigFile(img, config)
 }
 
 // SingleLayerConfig describes the configuration of a SingleLayerImage.

@@ -76,7 +76,7 @@ func checkInfo(t *testing.T, info *PayloadInfo, err error) {
 	if _, err := name.NewDigest(info.Image); err != nil || !strings.HasPrefix(info.Image, fuzzRepo.String()+"@sha256:") {
 		t.Errorf("the image %q is not the repository by digest: %v", info.Image, err)
 	}
-	img, err := payloadImage(info.References, info.Metadata)
+	img, err := payloadImage(info.References, info.Metadata, nil)
 	if err != nil {
 		// Only what JSON cannot write again: a time beyond year 9999.
 		if !strings.Contains(err.Error(), "year") {

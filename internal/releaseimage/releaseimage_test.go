@@ -270,6 +270,7 @@ func TestBuildValidatesOptions(t *testing.T) {
 		{"no components", func(o *releaseimage.BuildOptions) { o.Components = nil }, "at least one component"},
 		{"component by tag", func(o *releaseimage.BuildOptions) { o.Components[0].Image = reg.Addr() + "/v/a:latest" }, "not a pull spec by digest"},
 		{"duplicate component", func(o *releaseimage.BuildOptions) { o.Components = append(o.Components, o.Components[0]) }, "listed twice"},
+		{"base not a component", func(o *releaseimage.BuildOptions) { o.BaseComponent = "cvo" }, `base component "cvo" is not a component`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := valid()
@@ -280,6 +281,83 @@ func TestBuildValidatesOptions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBuildOnBaseComponent builds a payload on a component's image: the base's layers come
+// first, its entrypoint and user stay, its labels are kept beside the payload's, and payload
+// info still reads the release manifests.
+func TestBuildOnBaseComponent(t *testing.T) {
+	ctx := context.Background()
+	baseImg := labelled(t, ocilabels("https://git.example.com/cvo", "4444"))
+	config, err := baseImg.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	config = config.DeepCopy()
+	config.Config.Entrypoint = []string{"/usr/bin/cvo"}
+	config.Config.User = "65532"
+	if baseImg, err = mutate.ConfigFile(baseImg, config); err != nil {
+		t.Fatal(err)
+	}
+	cvo := push(t, "base/cvo", baseImg)
+	api := push(t, "base/api", labelled(t, nil))
+	repo := reg.Addr() + "/base/release"
+	tag := "1.0.0-2026-11-22-093000"
+	res, err := releaseimage.Build(ctx, releaseimage.BuildOptions{
+		Tag: tag, Stream: "s", Repository: repo, Created: created, BaseComponent: "cvo",
+		Components: []releaseimage.Component{{Name: "api", Image: api}, {Name: "cvo", Image: cvo}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := remote.Image(mustDigest(t, res.Image))
+	if err != nil {
+		t.Fatal(err)
+	}
+	baseLayers, err := baseImg.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) != len(baseLayers)+1 {
+		t.Fatalf("%d layers, want the base's %d and the manifests", len(layers), len(baseLayers))
+	}
+	for i, l := range baseLayers {
+		want, _ := l.Digest()
+		got, _ := layers[i].Digest()
+		if want != got {
+			t.Errorf("layer %d = %s, want the base's %s", i, got, want)
+		}
+	}
+	got, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ep := got.Config.Entrypoint; len(ep) != 1 || ep[0] != "/usr/bin/cvo" || got.Config.User != "65532" {
+		t.Errorf("entrypoint %v, user %q: want the base's", ep, got.Config.User)
+	}
+	if got.Config.Labels[releaseimage.LabelRelease] != tag || got.Config.Labels[releaseimage.LabelSource] != "https://git.example.com/cvo" {
+		t.Errorf("labels %v: want the payload's and the base's", got.Config.Labels)
+	}
+	info, err := releaseimage.Info(ctx, res.Image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.References.Components) != 2 || info.Metadata.Version != tag {
+		t.Errorf("payload info = %+v", info)
+	}
+}
+
+func mustDigest(t *testing.T, s string) name.Digest {
+	t.Helper()
+	d, err := name.NewDigest(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func TestInfoRejectsOtherImages(t *testing.T) {

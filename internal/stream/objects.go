@@ -40,6 +40,7 @@ func NewPayload(stream *v1alpha1.ReleaseStream, tag, hash string, components []v
 			PayloadCreationConfig: v1alpha1.PayloadCreationConfig{
 				Repository:       stream.Spec.PayloadRepository,
 				MirrorRepository: stream.Spec.MirrorRepository,
+				BaseComponent:    stream.Spec.PayloadBaseComponent,
 			},
 			PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{
 				Verifications: deepCopyVerifications(stream.Spec.Verification),
