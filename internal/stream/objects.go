@@ -95,7 +95,12 @@ func NewCreationJob(p *v1alpha1.ReleasePayload, image, serviceAccount string) *b
 						// A failed build's last output becomes its termination message, which
 						// the payload's PayloadFailed condition quotes.
 						TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+						// The binary needs a writable temporary folder from its first instruction
+						// (a library it links makes a cache folder there when the program
+						// starts), and the root filesystem is read-only.
+						VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
 					}},
+					Volumes: []corev1.Volume{{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 				},
 			},
 		},
