@@ -54,9 +54,11 @@ type Store struct {
 
 // Open opens the store at a gocloud.dev blob URL: file:///path, s3://bucket?region=…,
 // gs://bucket, azblob://container (a prefix=dir/ query parameter keeps the store in a folder
-// of the bucket). For file:// URLs the folder is created when missing and no metadata sidecar
-// files are written next to the signatures, unless the URL says otherwise (create_dir,
-// metadata).
+// of the bucket). For file:// URLs the folder is created when missing, no metadata sidecar
+// files are written next to the signatures, and a write goes to a temporary file beside its
+// final name (not in $TMPDIR, from which the rename fails when the store is another
+// filesystem, such as a pod's volume), unless the URL says otherwise (create_dir, metadata,
+// no_tmp_dir=).
 func Open(ctx context.Context, urlstr string) (*Store, error) {
 	u, err := url.Parse(urlstr)
 	if err != nil {
@@ -69,6 +71,9 @@ func Open(ctx context.Context, urlstr string) (*Store, error) {
 		}
 		if !q.Has("metadata") {
 			q.Set("metadata", "skip")
+		}
+		if !q.Has("no_tmp_dir") {
+			q.Set("no_tmp_dir", "true")
 		}
 		u.RawQuery = q.Encode()
 	}

@@ -381,3 +381,23 @@ func TestOpenErrors(t *testing.T) {
 		t.Errorf("%q, %v", sig, err)
 	}
 }
+
+// TestFileStoreWritesBesideItsFiles: a file:// store writes its temporary files next to the
+// final ones, not in $TMPDIR, from which the rename fails when the store is another
+// filesystem (a pod's volume): with a $TMPDIR that cannot be written, writes still land.
+func TestFileStoreWritesBesideItsFiles(t *testing.T) {
+	t.Setenv("TMPDIR", filepath.Join(t.TempDir(), "missing"))
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := Open(ctx, "file://"+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.AddSignature(ctx, digestA, []byte("sig")); err != nil {
+		t.Fatalf("writing with an unwritable TMPDIR: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*", "*.tmp")); len(left) != 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
