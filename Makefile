@@ -84,6 +84,10 @@ cluster: cluster-deps control-plane node-binaries cluster-tools ## Start the loc
 cluster-down: cluster-tools ## Stop the local cluster and remove every process, mount, cgroup, interface and iptables rule it made.
 	@$(SUDO) $(CLUSTER_TOOL) down
 
+.PHONY: cluster-status
+cluster-status: cluster-tools ## Show the local cluster's components and the memory each takes.
+	@$(SUDO) $(CLUSTER_TOOL) status
+
 .PHONY: cluster-deps
 cluster-deps: ## Install containerd, runc, the CNI plugins, iptables and conntrack (Debian packages) when missing.
 	@missing=""; for entry in $(CLUSTER_PACKAGES); do \
@@ -130,7 +134,15 @@ build: ## Build bin/release-controller.
 # IMAGE=registry/repository:tag pushes the image index there (credentials from the Docker
 # config, as docker login or crane auth login writes it); without IMAGE, make image writes an
 # OCI image layout to bin/image/ (skopeo copy --all oci:bin/image:TAG docker://... pushes it).
+# IMAGE_ARCHIVE=file.tar writes the image of this machine's platform as a docker archive
+# instead (named IMAGE_ARCHIVE_TAG, default release-controller:<version>), which
+# `kind load image-archive` and `k3d image import` take.
 IMAGE ?=
+IMAGE_ARCHIVE ?=
+IMAGE_ARCHIVE_TAG ?=
+ifneq ($(IMAGE_ARCHIVE),)
+IMAGE_PLATFORMS ?= linux/$(GOARCH)
+endif
 IMAGE_PLATFORMS ?= linux/amd64 linux/arm64
 IMAGE_SOURCE ?= https://github.com/release-controller/release-controller
 IMAGE_BUILD := $(BIN)/image-build
@@ -145,7 +157,7 @@ REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 
 .PHONY: image
-image: ## Build the image (linux/amd64, linux/arm64) from static binaries; push it to IMAGE, or write bin/image/.
+image: ## Build the image (linux/amd64, linux/arm64) from static binaries; push it to IMAGE, write it to IMAGE_ARCHIVE (one platform), or write bin/image/.
 	@for platform in $(IMAGE_PLATFORMS); do \
 		os=$${platform%%/*}; arch=$${platform#*/}; \
 		echo "==> go build $$platform (CGO_ENABLED=0, version $(VERSION))"; \
@@ -155,10 +167,11 @@ image: ## Build the image (linux/amd64, linux/arm64) from static binaries; push 
 	@echo "==> CA certificates: golang.org/x/crypto/x509roots/fallback@$(X509ROOTS_VERSION)"
 	@roots=$$($(GO) mod download -json golang.org/x/crypto/x509roots/fallback@$(X509ROOTS_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
 	test -f "$$roots/bundle/bundle.der" || { echo "no bundle/bundle.der in golang.org/x/crypto/x509roots/fallback@$(X509ROOTS_VERSION)" >&2; exit 1; }; \
-	echo "==> image $(if $(IMAGE),$(IMAGE),bin/image/) (SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH))"; \
+	echo "==> image $(or $(IMAGE),$(IMAGE_ARCHIVE),bin/image/) (SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH))"; \
 	$(GO) run ./hack/image $(foreach p,$(IMAGE_PLATFORMS),--binary $(p)=$(IMAGE_BUILD)/$(subst /,-,$(p))/release-controller) \
 		--ca-der "$$roots/bundle/bundle.der" --version "$(VERSION)" --revision "$(REVISION)" --source "$(IMAGE_SOURCE)" \
-		--source-date-epoch "$(SOURCE_DATE_EPOCH)" $(if $(IMAGE),--push "$(IMAGE)",--layout $(BIN)/image)
+		--source-date-epoch "$(SOURCE_DATE_EPOCH)" \
+		$(if $(IMAGE),--push "$(IMAGE)",$(if $(IMAGE_ARCHIVE),--archive "$(IMAGE_ARCHIVE)" $(if $(IMAGE_ARCHIVE_TAG),--archive-tag "$(IMAGE_ARCHIVE_TAG)"),--layout $(BIN)/image))
 
 # RBAC: one ClusterRole per component, release-controller-<component> in
 # config/rbac/<component>/role.yaml, generated from the +kubebuilder:rbac markers of the packages

@@ -8,6 +8,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -23,6 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/release-controller/release-controller/internal/imagebuild"
 )
@@ -57,17 +59,20 @@ func main() {
 func run(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("image", flag.ContinueOnError)
 	var (
-		bins            binaries
-		caDER, caPEM    string
-		push, layoutDir string
-		meta            imagebuild.Metadata
-		sourceDateEpoch string
+		bins                binaries
+		caDER, caPEM        string
+		push, layoutDir     string
+		archive, archiveTag string
+		meta                imagebuild.Metadata
+		sourceDateEpoch     string
 	)
 	fs.Var(&bins, "binary", "OS/ARCH[/VARIANT]=PATH of a static binary; repeat for each platform of the index")
 	fs.StringVar(&caDER, "ca-der", "", "CA certificates as concatenated DER (bundle.der of golang.org/x/crypto/x509roots/fallback/bundle)")
 	fs.StringVar(&caPEM, "ca-pem", "", "CA certificates as a PEM bundle (instead of --ca-der)")
 	fs.StringVar(&push, "push", "", "push the index to this reference (registry/repository:tag)")
 	fs.StringVar(&layoutDir, "layout", "", "write the index as an OCI image layout into this folder (replacing the layout there); when --push is empty")
+	fs.StringVar(&archive, "archive", "", "write the image of the only --binary as a docker archive (docker save's format: kind load image-archive, k3d image import, ctr images import take it) to this file; when --push and --layout are empty")
+	fs.StringVar(&archiveTag, "archive-tag", "", "the archive's image name (default release-controller:<version tag>)")
 	fs.StringVar(&meta.Version, "version", "", "release-controller version (label org.opencontainers.image.version; the layout's tag)")
 	fs.StringVar(&meta.Revision, "revision", "", "source commit (label org.opencontainers.image.revision)")
 	fs.StringVar(&meta.Source, "source", "", "source repository URL (label org.opencontainers.image.source)")
@@ -81,8 +86,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(bins) == 0 {
 		return errors.New("no --binary given")
 	}
-	if (push == "") == (layoutDir == "") {
-		return errors.New("give one of --push and --layout")
+	if n := countSet(push, layoutDir, archive); n != 1 {
+		return errors.New("give one of --push, --layout and --archive")
+	}
+	if archive != "" && len(bins) != 1 {
+		return errors.New("--archive holds one platform: give one --binary")
 	}
 	if sourceDateEpoch != "" {
 		secs, err := strconv.ParseInt(sourceDateEpoch, 10, 64)
@@ -136,6 +144,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(out, "pushed %s@%s (%s)\n", ref.Context(), digest, time.Since(start).Round(100*time.Millisecond))
 		return nil
 	}
+	if archive != "" {
+		return writeArchive(out, idx, archive, cmp.Or(archiveTag, "release-controller:"+imagebuild.Tag(meta.Version)))
+	}
 	tag := imagebuild.Tag(meta.Version)
 	fmt.Fprintf(out, "==> writing the OCI image layout %s (image %s)\n", layoutDir, tag)
 	if err := imagebuild.WriteLayout(layoutDir, idx, tag); err != nil {
@@ -143,6 +154,38 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "wrote %s: index %s (%s); push it with e.g. `skopeo copy --all oci:%s:%s docker://REGISTRY/REPO:TAG`\n",
 		layoutDir, digest, time.Since(start).Round(100*time.Millisecond), layoutDir, tag)
+	return nil
+}
+
+func countSet(values ...string) int {
+	n := 0
+	for _, v := range values {
+		if v != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// writeArchive writes the index's only image to path as a docker archive named tag.
+func writeArchive(out io.Writer, idx v1.ImageIndex, path, tag string) error {
+	ref, err := name.NewTag(tag)
+	if err != nil {
+		return fmt.Errorf("archive tag %q: %w", tag, err)
+	}
+	manifest, err := idx.IndexManifest()
+	if err != nil {
+		return err
+	}
+	img, err := idx.Image(manifest.Manifests[0].Digest)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "==> writing the docker archive %s (image %s)\n", path, ref)
+	if err := tarball.WriteToFile(path, ref, img); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "wrote %s: load it with e.g. `kind load image-archive %s` and run the image %s\n", path, path, ref)
 	return nil
 }
 

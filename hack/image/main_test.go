@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // args are the arguments of an index of two stand-in binaries and one CA certificate.
@@ -108,15 +109,46 @@ func TestLayoutAndPush(t *testing.T) {
 func TestRefusesBadArguments(t *testing.T) {
 	a := args(t)
 	for name, bad := range map[string][]string{
-		"neither push nor layout": a,
-		"both":                    append(append([]string{}, a...), "--push", "r/x:y", "--layout", t.TempDir()),
-		"no binaries":             {"--ca-der", a[1], "--layout", t.TempDir()},
-		"no CA certificates":      append(append([]string{}, a[2:]...), "--layout", t.TempDir()),
-		"bad platform":            append(append([]string{}, a...), "--binary", "linux=x", "--layout", t.TempDir()),
-		"bad epoch":               append(append([]string{}, a...), "--source-date-epoch", "yesterday", "--layout", t.TempDir()),
+		"neither push nor layout":  a,
+		"both":                     append(append([]string{}, a...), "--push", "r/x:y", "--layout", t.TempDir()),
+		"no binaries":              {"--ca-der", a[1], "--layout", t.TempDir()},
+		"no CA certificates":       append(append([]string{}, a[2:]...), "--layout", t.TempDir()),
+		"bad platform":             append(append([]string{}, a...), "--binary", "linux=x", "--layout", t.TempDir()),
+		"bad epoch":                append(append([]string{}, a...), "--source-date-epoch", "yesterday", "--layout", t.TempDir()),
+		"archive of two platforms": append(append([]string{}, a...), "--archive", filepath.Join(t.TempDir(), "x.tar")),
+		"archive and layout":       append(append([]string{}, a[:len(a)-2]...), "--archive", filepath.Join(t.TempDir(), "x.tar"), "--layout", t.TempDir()),
 	} {
 		if err := run(context.Background(), bad, &bytes.Buffer{}); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// An archive holds the one platform's image, named, in docker save's format.
+func TestArchive(t *testing.T) {
+	a := args(t)
+	a = a[:len(a)-2] // linux/amd64 only
+	path := filepath.Join(t.TempDir(), "release-controller.tar")
+	var out bytes.Buffer
+	if err := run(context.Background(), append(a, "--archive", path, "--archive-tag", "release-controller:dev"), &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	tag, err := name.NewTag("release-controller:dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(path, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	config, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if config.Architecture != "amd64" || config.Config.Labels["org.opencontainers.image.version"] != "v1.2.3" {
+		t.Errorf("the archive's image is %s with labels %v", config.Architecture, config.Config.Labels)
+	}
+	if !strings.Contains(out.String(), "kind load image-archive "+path) {
+		t.Errorf("the output does not say how to load it:\n%s", out.String())
 	}
 }
