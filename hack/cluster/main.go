@@ -4,6 +4,7 @@
 //
 //	cluster up --dir .cluster --kube-bin bin/k8s/1.37.1-linux-amd64 --pause bin/pause
 //	cluster down
+//	cluster status                      (the components and their memory)
 //	cluster registry --dir .cluster     (the registry in the foreground; up starts it)
 package main
 
@@ -34,7 +35,7 @@ func main() {
 
 func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: cluster up|down|registry [flags]")
+		return errors.New("usage: cluster up|down|status|registry [flags]")
 	}
 	fs := flag.NewFlagSet("cluster "+args[0], flag.ContinueOnError)
 	dir := fs.String("dir", ".cluster", "the cluster's folder")
@@ -61,10 +62,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return nil
 	case "down":
 		return localcluster.Down(out)
+	case "status":
+		return localcluster.PrintStatus(out)
 	case "registry":
 		return serveRegistry(ctx, localcluster.Paths{Dir: *dir})
 	default:
-		return fmt.Errorf("unknown command %q: up, down or registry", args[0])
+		return fmt.Errorf("unknown command %q: up, down, status or registry", args[0])
 	}
 }
 
@@ -96,6 +99,6 @@ The registry https://%s needs these for go-containerregistry, crane and make ima
 
   export DOCKER_CONFIG=%s SSL_CERT_DIR=%s
 
-Stop it with make cluster-down.
+Its components and their memory: make cluster-status. Stop it with make cluster-down.
 `, p.Kubeconfig(), filepath.Join(kubeBin, "kubectl"), localcluster.RegistryHost(), p.DockerConfigDir(), p.TrustDir())
 }
