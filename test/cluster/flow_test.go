@@ -241,6 +241,42 @@ func TestReleaseFlowOnARealNode(t *testing.T) {
 	checkSigned(t, ctx, third, signatures)
 	checkPromoted(t, ctx, app.Name, third)
 	checkRESTThroughPortForward(t, ctx, third)
+	reportFigures(t, ctx, first, second, third)
+}
+
+// reportFigures logs how long payloads took from creation to verdict with real pods, and the
+// kubelet's own pod start latency (kubelet_pod_start_duration_seconds: from the pod's arrival
+// at the kubelet to its containers running, image pulls included).
+func reportFigures(t *testing.T, ctx context.Context, payloads ...v1alpha1.ReleasePayload) {
+	t.Helper()
+	for _, p := range payloads {
+		for _, c := range []string{v1alpha1.ConditionPayloadAccepted, v1alpha1.ConditionPayloadRejected} {
+			if cond := meta.FindStatusCondition(p.Status.Conditions, c); cond != nil && cond.Status == metav1.ConditionTrue {
+				t.Logf("FIGURE payload %s: created → %s in %s (whole seconds)", p.Name, c, cond.LastTransitionTime.Sub(p.CreationTimestamp.Time))
+			}
+		}
+	}
+	// The API server does not proxy to a node at a loopback address: ask the kubelet itself,
+	// as the API server does (its kubelet client certificate).
+	raw, err := kubeletMetrics(ctx)
+	if err != nil {
+		t.Errorf("kubelet metrics: %v", err)
+		return
+	}
+	var sum, count float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "kubelet_pod_start_duration_seconds_sum "); ok {
+			_, _ = fmt.Sscan(v, &sum)
+		}
+		if v, ok := strings.CutPrefix(line, "kubelet_pod_start_duration_seconds_count "); ok {
+			_, _ = fmt.Sscan(v, &count)
+		}
+	}
+	if count == 0 {
+		t.Errorf("the kubelet reports no pod start durations")
+		return
+	}
+	t.Logf("FIGURE pod start (kubelet_pod_start_duration_seconds): %.0f pods, mean %.2fs", count, sum/count)
 }
 
 func mustCreate(t *testing.T, ctx context.Context, obj client.Object) {

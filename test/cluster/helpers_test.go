@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -243,4 +244,34 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// kubeletMetrics reads the kubelet's /metrics with the API server's kubelet client certificate.
+func kubeletMetrics(ctx context.Context) ([]byte, error) {
+	cert, err := tls.LoadX509KeyPair(filepath.Join(paths.PKI(), "kube-apiserver-kubelet-client.crt"), filepath.Join(paths.PKI(), "kube-apiserver-kubelet-client.key"))
+	if err != nil {
+		return nil, err
+	}
+	ca, err := os.ReadFile(paths.CACert())
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+	}}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://%s:%d/metrics", localcluster.NodeName, localcluster.KubeletPort), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", req.URL, resp.Status)
+	}
+	return io.ReadAll(resp.Body)
 }
