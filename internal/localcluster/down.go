@@ -94,8 +94,11 @@ func Down(log io.Writer) error {
 // removeLinksInto removes the symbolic links in dir that point into target.
 func removeLinksInto(dir, target string) error {
 	entries, err := os.ReadDir(dir)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
+	}
+	if err != nil {
+		return err
 	}
 	var errs []error
 	for _, e := range entries {

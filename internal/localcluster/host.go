@@ -421,12 +421,9 @@ func cgroupPids() []int {
 	for _, h := range cgroupHierarchies() {
 		_ = filepath.WalkDir(filepath.Join(h, CgroupRoot), func(path string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
-				return nil
+				return nil //nolint:nilerr // a cgroup that went away has no processes
 			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				return nil
-			}
+			data, _ := os.ReadFile(path) // nothing read: the cgroup went away
 			for _, f := range strings.Fields(string(data)) {
 				var pid int
 				if _, err := fmt.Sscan(f, &pid); err == nil {

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -288,9 +287,9 @@ func startControlPlane(ctx context.Context, p Paths, opts Options, say func(stri
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, "kube-apiserver", p.Log("kube-apiserver"), 2*time.Minute, func() (bool, error) {
+	if err := waitFor(ctx, "kube-apiserver", p.Log("kube-apiserver"), 2*time.Minute, func() bool {
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-		return err == nil && string(body) == "ok", nil
+		return err == nil && string(body) == "ok"
 	}); err != nil {
 		return err
 	}
@@ -328,8 +327,8 @@ func startNode(ctx context.Context, p Paths, opts Options, say func(string, ...a
 	if _, err := startDetached(p.Log("containerd"), "containerd", "--config="+p.join("containerd", "config.toml")); err != nil {
 		return err
 	}
-	if err := waitFor(ctx, "containerd", p.Log("containerd"), time.Minute, func() (bool, error) {
-		return exec.Command("ctr", "--address", p.ContainerdSocket(), "version").Run() == nil, nil
+	if err := waitFor(ctx, "containerd", p.Log("containerd"), time.Minute, func() bool {
+		return exec.Command("ctr", "--address", p.ContainerdSocket(), "version").Run() == nil
 	}); err != nil {
 		return err
 	}
@@ -351,20 +350,17 @@ func startNode(ctx context.Context, p Paths, opts Options, say func(string, ...a
 	if err != nil {
 		return err
 	}
-	if err := waitFor(ctx, "kubelet", p.Log("kubelet"), 3*time.Minute, func() (bool, error) {
+	if err := waitFor(ctx, "kubelet", p.Log("kubelet"), 3*time.Minute, func() bool {
 		node, err := client.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
 		if err != nil {
-			return false, nil
+			return false // not registered yet
 		}
 		for _, c := range node.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				return c.Status == corev1.ConditionTrue, nil
+				return c.Status == corev1.ConditionTrue
 			}
 		}
-		return false, nil
+		return false
 	}); err != nil {
 		return err
 	}
@@ -372,9 +368,9 @@ func startNode(ctx context.Context, p Paths, opts Options, say func(string, ...a
 	if err := waitHTTP(ctx, "kube-proxy", p.Log("kube-proxy"), "http://"+hostPort("127.0.0.1", ProxyHealthzPort)+"/healthz", nil, http.StatusOK); err != nil {
 		return err
 	}
-	return waitFor(ctx, "kube-controller-manager (ServiceAccount default/default)", p.Log("kube-controller-manager"), time.Minute, func() (bool, error) {
+	return waitFor(ctx, "kube-controller-manager (ServiceAccount default/default)", p.Log("kube-controller-manager"), time.Minute, func() bool {
 		_, err := client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
+		return err == nil
 	})
 }
 
@@ -403,26 +399,23 @@ func caPool(p Paths) (*x509.CertPool, error) {
 // waitHTTP waits until url answers want.
 func waitHTTP(ctx context.Context, component, logPath, url string, tlsConfig *tls.Config, want int) error {
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig}}
-	return waitFor(ctx, component, logPath, 2*time.Minute, func() (bool, error) {
+	return waitFor(ctx, component, logPath, 2*time.Minute, func() bool {
 		resp, err := client.Get(url)
 		if err != nil {
-			return false, nil
+			return false
 		}
 		_ = resp.Body.Close()
-		return resp.StatusCode == want, nil
+		return resp.StatusCode == want
 	})
 }
 
 // waitFor polls ready until it says true, timeout passes or ctx ends; a timeout's error
-// quotes the end of the component's log.
-func waitFor(ctx context.Context, component, logPath string, timeout time.Duration, ready func() (bool, error)) error {
+// quotes the end of the component's log. Errors while waiting are the component not being
+// ready yet.
+func waitFor(ctx context.Context, component, logPath string, timeout time.Duration, ready func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		ok, err := ready()
-		if err != nil {
-			return fmt.Errorf("%s: %w", component, err)
-		}
-		if ok {
+		if ready() {
 			return nil
 		}
 		if time.Now().After(deadline) {
