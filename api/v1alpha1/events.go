@@ -1,6 +1,6 @@
 package v1alpha1
 
-// Reasons of the Events the stream and payload controllers record (events.k8s.io), besides the
+// Reasons of the Events the controllers record (events.k8s.io), besides the
 // condition reasons their failures carry (ReasonReconcileFailed, ReasonMirrorFailed,
 // ReasonPublishFailed, ReasonUpgradeGraphNotOwned, …: a failed step is a Warning Event with
 // the reason its Ready condition shows).
@@ -37,4 +37,23 @@ const (
 	EventAccepted = "Accepted"
 	// EventRejected (Warning): the payload was rejected.
 	EventRejected = "Rejected"
+	// EventReleaseLogFull (Warning): the payload's verdict is not in the release log: its day
+	// holds the most entries or bytes it may.
+	EventReleaseLogFull = "ReleaseLogFull"
+	// EventReleaseLogFailed (Warning): the payload's verdict could not be written to the
+	// release log (the API server refused or failed); it is retried.
+	EventReleaseLogFailed = "ReleaseLogFailed"
+
+	// On a Pipeline.
+
+	// EventPromoted (Normal): a revision was promoted into an environment (related: nothing;
+	// the note names the environment, revision, strategy and approver).
+	EventPromoted = "Promoted"
+	// EventPromotionFailed (Warning): a promotion failed; it is retried with backoff.
+	EventPromotionFailed = "PromotionFailed"
+	// EventClusterUnreachable (Warning): a target's cluster cannot be reached or its
+	// kubeconfig Secret cannot be used.
+	EventClusterUnreachable = "ClusterUnreachable"
+	// EventInvalidApp (Warning): the pipeline's appRef names no kind the controller can read.
+	EventInvalidApp = "InvalidApp"
 )

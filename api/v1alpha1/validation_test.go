@@ -303,7 +303,10 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			"payloadBaseComponent must name one of the stream's components"},
 		{"jira URL that is no URL", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.URL = "issues" },
 			"url must be an http or https URL"},
-		{"jira URL of another scheme", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.URL = "ftp://issues.example.com" },
+		{"jira URL of another scheme", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.Jira = validJira()
+			s.Spec.Jira.URL = "ftp://issues.example.com"
+		},
 			"url must be an http or https URL"},
 		{"jira project in lower case", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.Projects = []string{"ocpbugs"} },
 			"spec.jira.projects[0] in body should match"},

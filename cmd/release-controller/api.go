@@ -9,12 +9,13 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/release-controller/release-controller/internal/apiserver"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/releaselog/logcontroller"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/assemble"
 	"github.com/release-controller/release-controller/internal/server/kubeauth"
 	"github.com/release-controller/release-controller/internal/server/web"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"
@@ -64,7 +65,7 @@ HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resour
 			if err != nil {
 				return err
 			}
-			if err := releaselog.SetupStoreWithManager(mgr, logOpts); err != nil {
+			if err := logcontroller.SetupStoreWithManager(mgr, logOpts); err != nil {
 				return err
 			}
 			// The manager's client reads from its cache, which starts with the manager; the
@@ -73,7 +74,7 @@ HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resour
 			if err != nil {
 				return err
 			}
-			apiOpts := apiserver.Options{
+			apiOpts := assemble.Options{
 				Log: logOpts, ChangeLogs: changeLogs, ArtifactsURL: artifactsURL,
 				Server: serverOpts, MetricsAuth: metricsAuth, AuthCache: authCache,
 			}
@@ -83,11 +84,11 @@ HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resour
 				}
 				defer apiOpts.Signatures.Close()
 			}
-			srv, err := apiserver.New(mgr, apiOpts)
+			srv, err := assemble.New(mgr, apiOpts)
 			if err != nil {
 				return err
 			}
-			if err := apiserver.AddToManager(mgr, srv, listen); err != nil {
+			if err := assemble.AddToManager(mgr, srv, listen); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "serving on %s://%s (release log in namespace %s)\n", srv.Scheme(), listen, logOpts.Namespace)

@@ -15,9 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/release-controller/release-controller/internal/apiserver"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/releaselog/logcontroller"
+	"github.com/release-controller/release-controller/internal/server/assemble"
 )
 
 // startAPI serves the release log of namespace like `release-controller api` does and
@@ -29,14 +30,14 @@ func startAPI(t *testing.T, namespace string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := releaselog.SetupWithManager(mgr, logOpts); err != nil {
+	if err := logcontroller.SetupWithManager(mgr, logOpts); err != nil {
 		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := apiserver.New(mgr, apiserver.Options{Log: logOpts})
+	srv, err := assemble.New(mgr, assemble.Options{Log: logOpts})
 	if err != nil {
 		t.Fatal(err)
 	}

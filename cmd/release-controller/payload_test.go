@@ -23,7 +23,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/changelog"
-	"github.com/release-controller/release-controller/internal/registry"
+	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/releaseimage"
 )
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/signatures"
 	"github.com/release-controller/release-controller/internal/signing"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"
 )
@@ -158,7 +159,7 @@ func writeFile(t *testing.T, content string) string {
 func serveSignatures(t *testing.T, store *sigstore.Store) string {
 	t.Helper()
 	srv := server.New()
-	sigstore.Register(srv, store)
+	signatures.Register(srv, store)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/release-controller/release-controller/internal/pipeline/approval"
+	"github.com/release-controller/release-controller/internal/server/approval"
 )
 
 func newPipelineCommand() *cobra.Command {

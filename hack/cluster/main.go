@@ -19,8 +19,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/localcluster"
-	"github.com/release-controller/release-controller/internal/registry"
 )
 
 func main() {

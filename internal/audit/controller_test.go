@@ -30,8 +30,8 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/audit"
+	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/manager"
-	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/signing"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"

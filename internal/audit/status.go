@@ -75,7 +75,7 @@ func AuditErrorCondition(err error) metav1.Condition {
 // message starts with "signed by <key id>", which the pages show.
 func SignedCondition(keyID string, index int) metav1.Condition {
 	return metav1.Condition{Type: v1alpha1.ConditionPayloadSigned, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonSigned, Message: fmt.Sprintf("signed by %s (signature-%d)", keyID, index)}
+		Reason: v1alpha1.ReasonSigned, Message: v1alpha1.SignedMessage(keyID, index)}
 }
 
 // NotSignedAuditFailedCondition is PayloadSigned False, AuditFailed: a payload whose audit

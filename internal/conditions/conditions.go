@@ -3,7 +3,9 @@
 // whose 1,000 components all fail, a build's long last words) would otherwise make the API
 // server refuse the whole status write — the CRD allows 32,768 bytes in a condition's message,
 // events.k8s.io 1 KiB in a note — and the status would freeze at its last accepted value.
-// Every condition of streams and payloads is set through Set, which applies the bound.
+// It is the one place conditions are set: every controller (stream, payload, audit, Jira,
+// pipeline, release log) sets its conditions through Set, which applies the bound and keeps the
+// transition time while the status stays; nothing calls meta.SetStatusCondition itself.
 package conditions
 
 import (

@@ -20,15 +20,15 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/release-controller/release-controller/internal/apiserver"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/devenv/demo"
 	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
+	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
-	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/assemble"
 	"github.com/release-controller/release-controller/internal/verify"
 )
 
@@ -173,11 +173,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := manager.AddControllers(ctx, mgr, mgrOpts); err != nil {
 		return err
 	}
-	srv, err := apiserver.New(mgr, apiserver.Options{Log: mgrOpts.ReleaseLog, ChangeLogs: changeLogs, ArtifactsURL: opts.ArtifactsURL, Signatures: auditOpts.Store})
+	srv, err := assemble.New(mgr, assemble.Options{Log: mgrOpts.ReleaseLog, ChangeLogs: changeLogs, ArtifactsURL: opts.ArtifactsURL, Signatures: auditOpts.Store})
 	if err != nil {
 		return err
 	}
-	if err := apiserver.AddToManager(mgr, srv, opts.Listen); err != nil {
+	if err := assemble.AddToManager(mgr, srv, opts.Listen); err != nil {
 		return err
 	}
 	runner, err := jobrunner.New(jobrunner.Options{

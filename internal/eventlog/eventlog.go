@@ -1,7 +1,9 @@
-// Package eventlog reports what the stream and payload controllers did, or failed to do, in
-// one call that does it everywhere an operator looks (as Flux's eventLogf does): a Kubernetes
-// Event on the object (events.k8s.io, its note bounded to what the API accepts) and a
-// structured log line keyed by the object ("stream" and "payload", "<namespace>/<name>").
+// Package eventlog reports what the controllers did, or failed to do, in one call that does it
+// everywhere an operator looks (as Flux's eventLogf does): a Kubernetes Event on the object
+// (events.k8s.io, its note bounded to what the API accepts) and a structured log line keyed by
+// the object ("stream", "payload", "pipeline" or "object": "<namespace>/<name>"). The stream,
+// payload, audit, Jira and pipeline controllers and the release log's verdict entries report
+// through it; the Events' reasons are in api/v1alpha1/events.go and conditions.go.
 // A failure is also returned by the caller as its reconcile's error, so controller-runtime's
 // backoff and error metrics see it; Failf gives back the error to return.
 package eventlog
@@ -20,7 +22,7 @@ import (
 	"github.com/release-controller/release-controller/internal/conditions"
 )
 
-// Reporter is the reporting controller of the stream and payload controllers' Events.
+// Reporter is the reporting controller of the controllers' Events.
 const Reporter = "release-controller"
 
 // Recorder emits Events and log lines. The zero value only logs.
@@ -60,7 +62,7 @@ func (r Recorder) record(obj client.Object, related runtime.Object, eventType, r
 }
 
 // Keys are the log keys of obj: "stream" for a stream, "payload" and "stream" for a payload,
-// else "object"; each "<namespace>/<name>".
+// "pipeline" for a pipeline, else "object"; each "<namespace>/<name>".
 func Keys(obj client.Object) []any {
 	key := obj.GetNamespace() + "/" + obj.GetName()
 	switch o := obj.(type) {
@@ -68,6 +70,8 @@ func Keys(obj client.Object) []any {
 		return []any{"stream", key}
 	case *v1alpha1.ReleasePayload:
 		return []any{"payload", key, "stream", o.Namespace + "/" + o.Spec.PayloadCoordinates.Stream}
+	case *v1alpha1.Pipeline:
+		return []any{"pipeline", key}
 	}
 	return []any{"object", key}
 }

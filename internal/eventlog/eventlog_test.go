@@ -52,6 +52,7 @@ func TestKeys(t *testing.T) {
 		{&v1alpha1.ReleasePayload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "4.15.0"},
 			Spec: v1alpha1.ReleasePayloadSpec{PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: "nightly"}}}, []any{"payload", "ns/4.15.0", "stream", "ns/nightly"}},
 		{&v1alpha1.ReleaseLog{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "release-2026-11-22"}}, []any{"object", "ns/release-2026-11-22"}},
+		{&v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"}}, []any{"pipeline", "ns/web"}},
 	} {
 		got := Keys(tt.obj)
 		if len(got) != len(tt.want) {

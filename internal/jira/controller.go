@@ -211,40 +211,46 @@ func pending(p *v1alpha1.ReleasePayload) bool {
 		!meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadIssuesVerified)
 }
 
-// verify does the work and returns the condition to set, and an error when the payload is to
-// be tried again later.
+// verify does the work — finds the previous accepted payload, the changelog's issues, and
+// moves them in Jira — reporting each failure as it happens, and returns the condition Decide
+// makes of it, with an error when the payload is to be tried again later.
 func (r *Reconciler) verify(ctx context.Context, p *v1alpha1.ReleasePayload, s *v1alpha1.ReleaseStream) (metav1.Condition, error) {
+	v := r.observe(ctx, p, s)
+	return Decide(v)
+}
+
+// observe carries out the verification and records what it found.
+func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload, s *v1alpha1.ReleaseStream) Verification {
 	cfg := s.Spec.Jira
-	target := cfg.TargetStatus
-	if target == "" {
-		target = DefaultTargetStatus
+	v := Verification{Stream: s.Name, Projects: cfg.Projects, Target: cfg.TargetStatus}
+	if v.Target == "" {
+		v.Target = DefaultTargetStatus
 	}
 	prev, err := r.previousAccepted(ctx, p)
 	if err != nil {
+		v.PreviousErr = err
 		r.report.Fail(ctx, p, v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "finding the previous accepted payload", err)
-		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "finding the previous accepted payload: %v", err), err
+		return v
 	}
 	if prev == nil {
-		return condition(true, v1alpha1.ReasonNoIssues, "the first accepted payload of stream %s: there is no earlier accepted payload to compute a changelog from", s.Name), nil
+		return v
 	}
+	v.Previous = prev.Name
 	cl, err := r.ChangeLogs.ChangeLog(ctx, prev, p)
 	if err != nil {
+		v.ChangeLogErr = err
 		r.report.Fail(ctx, p, v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "computing the changelog from "+prev.Name, err)
-		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "computing the changelog from %s: %v", prev.Name, err), err
+		return v
 	}
-	all, broken := Issues(cl)
-	keys := FilterKeys(all, cfg.Projects)
-	var incomplete error
-	if len(broken) > 0 {
+	var all []string
+	all, v.Broken = Issues(cl)
+	v.Keys = FilterKeys(all, cfg.Projects)
+	if len(v.Broken) > 0 {
 		// The issues found are verified anyway; the payload comes back for the rest.
-		incomplete = fmt.Errorf("the changelog from %s is incomplete: %s", prev.Name, strings.Join(broken, "; "))
-		r.report.Fail(ctx, p, v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "computing the changelog", incomplete)
+		r.report.Fail(ctx, p, v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "computing the changelog", v.incomplete())
 	}
-	if len(keys) == 0 {
-		if incomplete != nil {
-			return condition(false, v1alpha1.ReasonChangeLogUnavailable, "%v", incomplete), incomplete
-		}
-		return condition(true, v1alpha1.ReasonNoIssues, "no issues of %s in the changelog from %s", strings.Join(cfg.Projects, ", "), prev.Name), nil
+	if len(v.Keys) == 0 {
+		return v
 	}
 	auth, err := r.auth(ctx, s)
 	if err == nil && r.PayloadURL == nil {
@@ -255,24 +261,79 @@ func (r *Reconciler) verify(ctx context.Context, p *v1alpha1.ReleasePayload, s *
 		jc, err = r.Clients(s, auth)
 	}
 	if err != nil {
+		v.ClientErr = err
 		r.report.Fail(ctx, p, v1alpha1.ReasonJiraMisconfigured, "VerifyIssues", "reaching Jira", err)
-		return condition(false, v1alpha1.ReasonJiraMisconfigured, "%d issues not verified: %v", len(keys), err), err
+		return v
 	}
-	res := VerifyIssues(ctx, jc, keys, target, p.Name, r.PayloadURL(p))
-	failures := res.Failures()
+	v.Result = VerifyIssues(ctx, jc, v.Keys, v.Target, p.Name, r.PayloadURL(p))
+	failures := v.Result.Failures()
 	for i, f := range failures {
 		if i == maxIssueEvents {
-			r.report.Warningf(ctx, p, nil, v1alpha1.ReasonIssuesNotVerified, "VerifyIssues", "%d more issues not moved to %s", len(failures)-i, target)
+			r.report.Warningf(ctx, p, nil, v1alpha1.ReasonIssuesNotVerified, "VerifyIssues", "%d more issues not moved to %s", len(failures)-i, v.Target)
 			break
 		}
-		r.report.Warningf(ctx, p, nil, v1alpha1.ReasonIssuesNotVerified, "VerifyIssues", "%s not moved to %s: %v", f.Key, target, f.Err)
+		r.report.Warningf(ctx, p, nil, v1alpha1.ReasonIssuesNotVerified, "VerifyIssues", "%s not moved to %s: %v", f.Key, v.Target, f.Err)
 	}
-	summary := Summary(res, target)
+	return v
+}
+
+// Verification is what verifying the issues of an accepted payload found.
+type Verification struct {
+	Stream   string
+	Projects []string
+	// Target is the status the issues are moved to.
+	Target string
+	// PreviousErr: the previous accepted payload could not be found.
+	PreviousErr error
+	// Previous is the previous accepted payload; "" when there is none (or PreviousErr).
+	Previous string
+	// ChangeLogErr: the changelog from Previous could not be computed.
+	ChangeLogErr error
+	// Keys are the changelog's issues of Projects; Broken the components whose commits could
+	// not be read ("name: error").
+	Keys, Broken []string
+	// ClientErr: Jira could not be reached (credentials, --web-url).
+	ClientErr error
+	// Result is what became of each of Keys in Jira.
+	Result Result
+}
+
+func (v Verification) incomplete() error {
+	if len(v.Broken) == 0 {
+		return nil
+	}
+	return fmt.Errorf("the changelog from %s is incomplete: %s", v.Previous, strings.Join(v.Broken, "; "))
+}
+
+// Decide is the PayloadIssuesVerified condition (status, reason and message) of what a
+// verification found, and the error that brings the payload back later (nil: done for good).
+// It is pure; each reason is documented in api/v1alpha1/conditions.go.
+func Decide(v Verification) (metav1.Condition, error) {
+	switch {
+	case v.PreviousErr != nil:
+		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "finding the previous accepted payload: %v", v.PreviousErr), v.PreviousErr
+	case v.Previous == "":
+		return condition(true, v1alpha1.ReasonNoIssues, "the first accepted payload of stream %s: there is no earlier accepted payload to compute a changelog from", v.Stream), nil
+	case v.ChangeLogErr != nil:
+		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "computing the changelog from %s: %v", v.Previous, v.ChangeLogErr), v.ChangeLogErr
+	}
+	incomplete := v.incomplete()
+	if len(v.Keys) == 0 {
+		if incomplete != nil {
+			return condition(false, v1alpha1.ReasonChangeLogUnavailable, "%v", incomplete), incomplete
+		}
+		return condition(true, v1alpha1.ReasonNoIssues, "no issues of %s in the changelog from %s", strings.Join(v.Projects, ", "), v.Previous), nil
+	}
+	if v.ClientErr != nil {
+		return condition(false, v1alpha1.ReasonJiraMisconfigured, "%d issues not verified: %v", len(v.Keys), v.ClientErr), v.ClientErr
+	}
+	summary := Summary(v.Result, v.Target)
+	failures := v.Result.Failures()
 	switch {
 	case len(failures) > 0:
 		var retry error
-		if res.Transient() {
-			retry = fmt.Errorf("%d issues not moved to %s for a reason that may go away", len(failures), target)
+		if v.Result.Transient() {
+			retry = fmt.Errorf("%d issues not moved to %s for a reason that may go away", len(failures), v.Target)
 		}
 		if incomplete != nil {
 			summary += "; " + incomplete.Error()

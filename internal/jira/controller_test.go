@@ -29,9 +29,9 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/changelog"
+	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/jira"
 	"github.com/release-controller/release-controller/internal/manager"
-	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/testenv"

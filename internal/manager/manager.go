@@ -41,6 +41,7 @@ import (
 	"github.com/release-controller/release-controller/internal/pipeline"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/releaselog/logcontroller"
 	"github.com/release-controller/release-controller/internal/stream"
 	"github.com/release-controller/release-controller/internal/verify"
 )
@@ -284,7 +285,7 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := streams.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the stream controller: %w", err)
 	}
-	if err := releaselog.SetupWithManager(mgr, opts.releaseLog()); err != nil {
+	if err := logcontroller.SetupWithManager(mgr, opts.releaseLog()); err != nil {
 		return err
 	}
 	// Accepted payloads: read back from the registry, audited and signed.

@@ -19,8 +19,8 @@ import (
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/devenv/jobstatus"
 	"github.com/release-controller/release-controller/internal/jobcontract"
-	"github.com/release-controller/release-controller/internal/jobstatus"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/testenv"
 	"github.com/release-controller/release-controller/internal/verify"

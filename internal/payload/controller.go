@@ -25,6 +25,7 @@ import (
 	"github.com/release-controller/release-controller/internal/eventlog"
 	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
+	"github.com/release-controller/release-controller/internal/statuswrite"
 )
 
 // DefaultJobEventDelay is how long job events wait before the payload is reconciled, so that
@@ -44,9 +45,11 @@ type Reconciler struct {
 	// Events records the payloads' Events; nil: the manager's recorder.
 	Events events.EventRecorder
 
-	bursts bursts
-	writes writes
-	report eventlog.Recorder
+	// bursts holds the payloads whose job events are being gathered into one status write;
+	// written, the status writes the cache may not show yet.
+	bursts  statuswrite.Window
+	written statuswrite.Tracker[struct{}]
+	report  eventlog.Recorder
 }
 
 // ConflictRetryDelay is how soon a payload whose status write met a newer version is
@@ -70,13 +73,14 @@ const DefaultWorkers = 8
 // once, only when it changed.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	now := r.Clock.Now()
-	wait := r.bursts.wait(req.NamespacedName, now, SettleQuietFactor*r.JobEventDelay, MaxJobEventDelayFactor*r.JobEventDelay)
+	wait := r.settleWait(req.NamespacedName, now)
 	var payload v1alpha1.ReleasePayload
 	if err := r.Get(ctx, req.NamespacedName, &payload); err != nil {
-		r.bursts.end(req.NamespacedName)
+		r.bursts.Close(req.NamespacedName)
+		r.written.Forget(req.NamespacedName)
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if r.writes.behind(req.NamespacedName, payload.ResourceVersion, now) {
+	if _, behind := r.written.Behind(req.NamespacedName, payload.ResourceVersion); behind {
 		return ctrl.Result{RequeueAfter: ConflictRetryDelay}, nil
 	}
 	obs, err := r.observe(ctx, &payload)
@@ -90,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if wait > 0 && !WriteBeforeSettled(payload.Status.Phase, status.Phase) {
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
-	r.bursts.end(req.NamespacedName)
+	r.bursts.Close(req.NamespacedName)
 	if equality.Semantic.DeepEqual(status, payload.Status) {
 		return ctrl.Result{}, nil
 	}
@@ -110,9 +114,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("writing status of payload %s: %w", req, err)
 	}
 	StatusWrites.Inc()
-	r.writes.note(req.NamespacedName, payload.ResourceVersion, now)
+	r.written.Wrote(req.NamespacedName, old.ResourceVersion, payload.ResourceVersion, struct{}{})
 	r.reportTransitions(ctx, &payload, &old.Status, now)
 	return ctrl.Result{}, nil
+}
+
+// settleWait is how much longer the payload's burst of job events holds its status write
+// back at now (see SettleWait); zero without a burst.
+func (r *Reconciler) settleWait(key types.NamespacedName, now time.Time) time.Duration {
+	span, ok := r.bursts.Get(key)
+	if !ok {
+		return 0
+	}
+	return SettleWait(span.First, span.Last, now, SettleQuietFactor*r.JobEventDelay, MaxJobEventDelayFactor*r.JobEventDelay)
 }
 
 // reportTransitions reports what the status write changed, once it is written: an Event per
@@ -177,6 +191,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.bursts.Clock, r.written.Clock = r.Clock, r.Clock
 	if r.JobEventDelay == 0 {
 		r.JobEventDelay = DefaultJobEventDelay
 	}
@@ -209,7 +224,7 @@ func (r *Reconciler) jobEventAfter(key string, q workqueue.TypedRateLimitingInte
 	}
 	namespace, name := jobcontract.SplitPayloadKey(key)
 	payload := types.NamespacedName{Namespace: namespace, Name: name}
-	r.bursts.event(payload, r.Clock.Now())
+	r.bursts.Mark(payload)
 	if delay == 0 {
 		q.Add(reconcile.Request{NamespacedName: payload})
 		return

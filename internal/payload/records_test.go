@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/devenv/jobstatus"
 	"github.com/release-controller/release-controller/internal/jobcache"
-	"github.com/release-controller/release-controller/internal/jobstatus"
 )
 
 // TestCreationJobOfRecord: CreationResult reads the same from a record's rebuilt creation job

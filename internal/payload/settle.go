@@ -1,10 +1,7 @@
 package payload
 
 import (
-	"sync"
 	"time"
-
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/jobcache"
@@ -44,50 +41,6 @@ func SettleWait(first, last, now time.Time, quiet, limit time.Duration) time.Dur
 		wait = deadline
 	}
 	return max(wait, 0)
-}
-
-// burst is the first and latest job event of a payload not yet reconciled.
-type burst struct{ first, last time.Time }
-
-// bursts holds the payloads with job events not yet reconciled.
-type bursts struct {
-	mu sync.Mutex
-	m  map[types.NamespacedName]burst
-}
-
-// event notes a job event of payload at now.
-func (b *bursts) event(payload types.NamespacedName, now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.m == nil {
-		b.m = map[types.NamespacedName]burst{}
-	}
-	cur, ok := b.m[payload]
-	if !ok {
-		cur.first = now
-	}
-	cur.last = now
-	b.m[payload] = cur
-}
-
-// wait returns how long payload should still wait at now for its burst to settle; zero when
-// it has none or the burst is over.
-func (b *bursts) wait(payload types.NamespacedName, now time.Time, quiet, limit time.Duration) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	cur, ok := b.m[payload]
-	if !ok {
-		return 0
-	}
-	return SettleWait(cur.first, cur.last, now, quiet, limit)
-}
-
-// end forgets payload's burst once its status is written (or has nothing to write): events
-// from here on start a new one.
-func (b *bursts) end(payload types.NamespacedName) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.m, payload)
 }
 
 // WriteBeforeSettled reports whether a status computed while a burst of job events is still
@@ -132,65 +85,6 @@ func RunsFinished(records []*jobcache.Record) bool {
 
 // A payload reconciled at once after its status write (its last run finished right after an
 // earlier write) may be read from a cache that does not show that write yet; its patch would
-// then fail on the optimistic lock. So each status write is remembered for a moment, and a
-// reconcile that reads an older version waits for the cache instead of sending the patch.
-
-// CacheCatchUp bounds how long a reconcile waits for the cache to show the controller's own
-// status write; after it, another writer's later version (the stream controller's, a user's)
-// is taken as it is.
-const CacheCatchUp = 2 * time.Second
-
-// CacheBehind reports whether a payload read at now with resourceVersion cached predates the
-// controller's own write, which the API server answered with resourceVersion written at
-// writtenAt: the versions differ and the write is less than CacheCatchUp old.
-func CacheBehind(cached, written string, writtenAt, now time.Time) bool {
-	return written != "" && cached != written && now.Sub(writtenAt) < CacheCatchUp
-}
-
-// lastWrite is the resourceVersion a status write returned, and when.
-type lastWrite struct {
-	resourceVersion string
-	at              time.Time
-}
-
-// writes holds each payload's last status write while the cache may still lag behind it.
-type writes struct {
-	mu    sync.Mutex
-	m     map[types.NamespacedName]lastWrite
-	swept time.Time
-}
-
-// note records the status write of payload that returned resourceVersion at now, and forgets
-// the writes the cache has had time to catch up with.
-func (w *writes) note(payload types.NamespacedName, resourceVersion string, now time.Time) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.m == nil {
-		w.m = map[types.NamespacedName]lastWrite{}
-	}
-	if now.Sub(w.swept) > CacheCatchUp {
-		for key, lw := range w.m {
-			if now.Sub(lw.at) >= CacheCatchUp {
-				delete(w.m, key)
-			}
-		}
-		w.swept = now
-	}
-	w.m[payload] = lastWrite{resourceVersion: resourceVersion, at: now}
-}
-
-// behind reports whether payload, read from the cache with resourceVersion cached at now,
-// does not show its last status write yet (CacheBehind).
-func (w *writes) behind(payload types.NamespacedName, cached string, now time.Time) bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	lw, ok := w.m[payload]
-	if !ok {
-		return false
-	}
-	if !CacheBehind(cached, lw.resourceVersion, lw.at, now) {
-		delete(w.m, payload)
-		return false
-	}
-	return true
-}
+// then fail on the optimistic lock. So the controller remembers its writes
+// (statuswrite.Tracker), and a reconcile that reads the version a write replaced waits for the
+// cache instead of sending the patch.

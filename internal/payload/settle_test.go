@@ -5,7 +5,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/jobcache"
@@ -34,30 +33,6 @@ func TestSettleWait(t *testing.T) {
 				t.Errorf("SettleWait = %s, want %s", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestBurstsWaitUntilEnded(t *testing.T) {
-	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	p := types.NamespacedName{Namespace: "ns", Name: "4.15.0"}
-	const quiet, limit = 200 * time.Millisecond, 2 * time.Second
-	var b bursts
-	b.event(p, t0)
-	b.event(p, t0.Add(100*time.Millisecond))
-	if wait := b.wait(p, t0.Add(150*time.Millisecond), quiet, limit); wait != 150*time.Millisecond {
-		t.Fatalf("wait %s, want 150ms after the latest event", wait)
-	}
-	if wait := b.wait(p, t0.Add(300*time.Millisecond), quiet, limit); wait != 0 {
-		t.Fatalf("wait %s, want 0 once quiet", wait)
-	}
-	b.end(p)
-	if len(b.m) != 0 {
-		t.Fatalf("an ended burst is kept: %v", b.m)
-	}
-	// The next event starts a new burst, counted from itself.
-	b.event(p, t0.Add(5*time.Second))
-	if wait := b.wait(p, t0.Add(5*time.Second), quiet, limit); wait != quiet {
-		t.Fatalf("wait %s, want a full delay for a new burst", wait)
 	}
 }
 
@@ -127,29 +102,6 @@ func TestRunsFinished(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := RunsFinished(tt.records); got != tt.want {
 				t.Errorf("RunsFinished = %t, want %t", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestCacheBehind(t *testing.T) {
-	wrote := time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name            string
-		cached, written string
-		after           time.Duration
-		want            bool
-	}{
-		{name: "no write remembered", cached: "7", want: false},
-		{name: "the cache shows the write", cached: "12", written: "12", after: 10 * time.Millisecond, want: false},
-		{name: "the cache has not caught up", cached: "7", written: "12", after: 10 * time.Millisecond, want: true},
-		{name: "still not, just before the bound", cached: "7", written: "12", after: CacheCatchUp - time.Millisecond, want: true},
-		{name: "another writer's version after the bound is taken as it is", cached: "15", written: "12", after: CacheCatchUp, want: false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := CacheBehind(tt.cached, tt.written, wrote, wrote.Add(tt.after)); got != tt.want {
-				t.Errorf("CacheBehind(%q, %q, +%s) = %t, want %t", tt.cached, tt.written, tt.after, got, tt.want)
 			}
 		})
 	}

@@ -14,8 +14,8 @@ import (
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/devenv/jobstatus"
 	"github.com/release-controller/release-controller/internal/jobcontract"
-	"github.com/release-controller/release-controller/internal/jobstatus"
 )
 
 func run(attempt int32, state v1alpha1.JobState) v1alpha1.JobRun {

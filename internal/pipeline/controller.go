@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,7 +32,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/eventlog"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/statuswrite"
 )
 
 // Field indexes of Pipelines in the manager's cache.
@@ -67,10 +70,13 @@ type Reconciler struct {
 	// Workers is how many pipelines are reconciled at once; zero uses DefaultWorkers.
 	Workers int
 
-	events   chan event.GenericEvent
-	pending  pendingRecords
-	written  statusWrites
-	deferred deferredWrites
+	events  chan event.GenericEvent
+	report  eventlog.Recorder
+	pending pendingRecords
+	// written holds the status writes the cache may not show yet; deferred, the pipelines
+	// whose observation-only status change waits to be written with the ones that follow.
+	written  statuswrite.Tracker[*v1alpha1.PipelineStatus]
+	deferred statuswrite.Window
 }
 
 // The pipeline controller's access on the cluster it runs against: Pipelines and their status;
@@ -89,6 +95,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
+	r.written.Clock, r.deferred.Clock = r.Clock, r.Clock
 	if r.Workers == 0 {
 		r.Workers = DefaultWorkers
 	}
@@ -105,6 +112,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.APIReader = mgr.GetAPIReader()
 	}
 	r.events = make(chan event.GenericEvent, 1024)
+	r.report = eventlog.Recorder{Events: mgr.GetEventRecorder(eventlog.Reporter)}
 	if r.Clusters == nil {
 		r.Clusters = NewClusters(mgr.GetConfig(), r.Client, r.APIReader, r.enqueue)
 	}
@@ -181,84 +189,48 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			// Deleted: its informers and clusters stop unless another pipeline needs them.
 			r.pending.forget(req.NamespacedName)
-			r.written.forget(req.NamespacedName)
-			r.deferred.forget(req.NamespacedName)
+			r.written.Forget(req.NamespacedName)
+			r.deferred.Close(req.NamespacedName)
 			_, err := r.Clusters.Sync(ctx, req.NamespacedName, nil, App{})
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, err
 	}
-	r.written.catchUp(req.NamespacedName, &p)
+	if w, behind := r.written.Behind(req.NamespacedName, p.ResourceVersion); behind {
+		// Start from what was written, not from the version it replaced.
+		p.Status = *w.Value.DeepCopy()
+		p.ResourceVersion = w.After
+	}
 	if !p.DeletionTimestamp.IsZero() {
 		_, err := r.Clusters.Sync(ctx, req.NamespacedName, nil, App{})
 		return ctrl.Result{}, err
 	}
 	app, err := AppOf(p.Spec.AppRef)
 	if err != nil {
-		// Admission refuses such an app; one written before the rule existed stays as it is.
-		ctrl.LoggerFrom(ctx).Error(err, "the pipeline's app cannot be read")
+		// Admission refuses such an app; one written before the rule existed stays as it is:
+		// only an edit can fix it, which brings the pipeline back.
+		r.report.Fail(ctx, &p, v1alpha1.EventInvalidApp, "Observe", "reading the pipeline's app", err)
 		return ctrl.Result{}, nil
 	}
 	views, err := r.Clusters.Sync(ctx, req.NamespacedName, &p, app)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-
-	// Observe every target from its cluster's informer.
-	observed := make([][]TargetObservation, len(p.Spec.Environments))
-	objects := make([][]*unstructured.Unstructured, len(p.Spec.Environments))
-	var problems []ClusterProblem
-	seenProblem := map[ClusterKey]bool{}
-	for i, env := range p.Spec.Environments {
-		observed[i] = make([]TargetObservation, len(env.Targets))
-		objects[i] = make([]*unstructured.Unstructured, len(env.Targets))
-		for j, t := range env.Targets {
-			ck := ClusterKeyOf(p.Namespace, t)
-			view := views[ck]
-			switch {
-			case view.Problem != nil:
-				observed[i][j] = TargetObservation{Unreachable: view.Problem.Message}
-				if !seenProblem[ck] {
-					seenProblem[ck] = true
-					problems = append(problems, *view.Problem)
-				}
-			case !view.Synced(app.GVK):
-				observed[i][j] = TargetObservation{Unknown: true, Observation: Observation{Message: "waiting for the cluster's cache of " + app.GVK.Kind + " to sync"}}
-			default:
-				u := &unstructured.Unstructured{}
-				u.SetGroupVersionKind(app.GVK)
-				err := view.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: app.Name}, u)
-				switch {
-				case apierrors.IsNotFound(err):
-					u = nil
-				case err != nil:
-					observed[i][j] = TargetObservation{Unknown: true, Observation: Observation{Message: err.Error()}}
-					continue
-				}
-				objects[i][j] = u
-				observed[i][j] = TargetObservation{Observation: app.Observe(u)}
-			}
-		}
-	}
-
-	source := ""
-	if s := p.Spec.Source; s != nil {
-		var stream v1alpha1.ReleaseStream
-		if err := r.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: s.ReleaseStream}, &stream); err == nil {
-			source = stream.Status.LatestAccepted
-		} else if !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
-		}
+	obs, err := r.observe(ctx, &p, app, views)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 
 	now := r.Clock.Now()
 	r.pending.restore(req.NamespacedName, &p.Status)
-	envs, actions := Plan(&p, observed, source, now)
+	envs, actions := Plan(&p, obs.targets, obs.source, now)
 	outcome := PromotionOutcome{Attempted: len(actions) > 0}
 	for _, a := range actions {
-		strategy, patched, err := r.promote(ctx, &p, app, a, views, objects[a.Env], now)
+		strategy, patched, err := r.promote(ctx, &p, app, a, views, obs.objects[a.Env], now)
 		if err != nil {
-			outcome.Err = errors.Join(outcome.Err, fmt.Errorf("promoting %s to %s: %w", a.Revision, p.Spec.Environments[a.Env].Name, err))
+			err = fmt.Errorf("promoting %s to %s: %w", a.Revision, p.Spec.Environments[a.Env].Name, err)
+			r.report.Fail(ctx, &p, v1alpha1.EventPromotionFailed, "Promote", "promotion", err)
+			outcome.Err = errors.Join(outcome.Err, err)
 			continue
 		}
 		RecordPromotion(envs, a, PromotionID(string(p.UID), p.Spec.Environments[a.Env].Name, a.Revision), strategy, now)
@@ -275,13 +247,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status := p.Status.DeepCopy()
 	status.Environments = envs
 	status.ObservedGeneration = p.Generation
-	SetConditions(&status.Conditions, p.Generation, envs, problems, outcome, now)
+	SetConditions(&status.Conditions, p.Generation, envs, obs.problems, outcome, now)
 	if equality.Semantic.DeepEqual(&p.Status, status) {
-		r.deferred.forget(req.NamespacedName)
+		r.deferred.Close(req.NamespacedName)
 	} else {
 		if len(actions) == 0 && ObservationsOnly(&p.Status, status) {
-			// RequeueAfter counts in real time, and so does the wait.
-			if wait := r.deferred.wait(req.NamespacedName, time.Now(), ObservationDelay); wait > 0 {
+			if wait := ObservationWait(r.deferred.Open(req.NamespacedName).First, now); wait > 0 {
 				return ctrl.Result{RequeueAfter: wait}, nil
 			}
 		}
@@ -297,14 +268,101 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, errors.Join(err, outcome.Err)
 		}
 		// The answer, the whole pipeline, replaced u.
-		r.written.remember(req.NamespacedName, p.ResourceVersion, u.GetResourceVersion(), status)
-		r.deferred.forget(req.NamespacedName)
+		r.written.Wrote(req.NamespacedName, p.ResourceVersion, u.GetResourceVersion(), status)
+		r.deferred.Close(req.NamespacedName)
+		if unreachableChanged(p.Status.Conditions, status.Conditions) {
+			r.reportClusters(ctx, &p, obs.problems)
+		}
 	}
 	if outcome.Err != nil {
 		// Retried with the controller's backoff; PromotionFailed says why meanwhile.
 		return ctrl.Result{}, outcome.Err
 	}
 	return ctrl.Result{}, nil
+}
+
+// observation is what a reconcile read of a pipeline's world: each target's app (objects, nil
+// where missing or unread) and what it says (targets), the clusters that could not be read,
+// and the source stream's newest accepted tag.
+type observation struct {
+	targets  [][]TargetObservation
+	objects  [][]*unstructured.Unstructured
+	problems []ClusterProblem
+	source   string
+}
+
+// observe reads every target from its cluster's informer, and the source stream.
+func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.Pipeline, app App, views map[ClusterKey]ClusterView) (observation, error) {
+	obs := observation{
+		targets: make([][]TargetObservation, len(p.Spec.Environments)),
+		objects: make([][]*unstructured.Unstructured, len(p.Spec.Environments)),
+	}
+	seenProblem := map[ClusterKey]bool{}
+	for i, env := range p.Spec.Environments {
+		obs.targets[i] = make([]TargetObservation, len(env.Targets))
+		obs.objects[i] = make([]*unstructured.Unstructured, len(env.Targets))
+		for j, t := range env.Targets {
+			ck := ClusterKeyOf(p.Namespace, t)
+			view := views[ck]
+			switch {
+			case view.Problem != nil:
+				obs.targets[i][j] = TargetObservation{Unreachable: view.Problem.Message}
+				if !seenProblem[ck] {
+					seenProblem[ck] = true
+					obs.problems = append(obs.problems, *view.Problem)
+				}
+			case !view.Synced(app.GVK):
+				obs.targets[i][j] = TargetObservation{Unknown: true, Observation: Observation{Message: "waiting for the cluster's cache of " + app.GVK.Kind + " to sync"}}
+			default:
+				u := &unstructured.Unstructured{}
+				u.SetGroupVersionKind(app.GVK)
+				err := view.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: app.Name}, u)
+				switch {
+				case apierrors.IsNotFound(err):
+					u = nil
+				case err != nil:
+					obs.targets[i][j] = TargetObservation{Unknown: true, Observation: Observation{Message: err.Error()}}
+					continue
+				}
+				obs.objects[i][j] = u
+				obs.targets[i][j] = TargetObservation{Observation: app.Observe(u)}
+			}
+		}
+	}
+	if s := p.Spec.Source; s != nil {
+		var stream v1alpha1.ReleaseStream
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: s.ReleaseStream}, &stream)
+		switch {
+		case err == nil:
+			obs.source = stream.Status.LatestAccepted
+		case !apierrors.IsNotFound(err):
+			return obs, err
+		}
+	}
+	return obs, nil
+}
+
+// unreachableChanged reports whether a status write turns ClusterUnreachable True or changes
+// which clusters it names.
+func unreachableChanged(before, after []metav1.Condition) bool {
+	now := meta.FindStatusCondition(after, v1alpha1.ConditionClusterUnreachable)
+	if now == nil || now.Status != metav1.ConditionTrue {
+		return false
+	}
+	was := meta.FindStatusCondition(before, v1alpha1.ConditionClusterUnreachable)
+	return was == nil || was.Status != metav1.ConditionTrue || was.Message != now.Message
+}
+
+// reportClusters reports the clusters that cannot be read, once the status says so: a Warning
+// Event each (the condition ClusterUnreachable names them all).
+func (r *Reconciler) reportClusters(ctx context.Context, p *v1alpha1.Pipeline, problems []ClusterProblem) {
+	for _, c := range problems {
+		name := c.Cluster
+		if name == "" {
+			name = "the local cluster"
+		}
+		r.report.Warningf(ctx, p, nil, v1alpha1.EventClusterUnreachable, "Observe", "%s: %s", name, c.Message)
+	}
 }
 
 // promote carries out one promotion with the environment's strategy, then logs it (once: the
@@ -367,7 +425,11 @@ func (r *Reconciler) promote(ctx context.Context, p *v1alpha1.Pipeline, app App,
 	default:
 		return strategy, nil, fmt.Errorf("unknown strategy %q", strategy)
 	}
-	ctrl.LoggerFrom(ctx).Info("promoted", "environment", env.Name, "revision", a.Revision, "strategy", strategy, "approver", a.Approver)
+	if a.Approver != "" {
+		r.report.Eventf(ctx, p, nil, v1alpha1.EventPromoted, "Promote", "promoted %s to %s (%s), approved by %s", a.Revision, env.Name, strategy, a.Approver)
+	} else {
+		r.report.Eventf(ctx, p, nil, v1alpha1.EventPromoted, "Promote", "promoted %s to %s (%s)", a.Revision, env.Name, strategy)
+	}
 	if r.Log != nil {
 		msg := fmt.Sprintf("pipeline %s/%s promoted %s %s to %s (%s)", p.Namespace, p.Name, p.Spec.AppRef.Kind, p.Spec.AppRef.Name, env.Name, strategy)
 		if a.Approver != "" {

@@ -22,9 +22,9 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/pipeline"
-	"github.com/release-controller/release-controller/internal/pipeline/approval"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/approval"
 	"github.com/release-controller/release-controller/internal/server/kubeauth"
 )
 

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/conditions"
 )
 
 // TargetObservation is what one reconcile learned of one target.
@@ -188,13 +189,13 @@ type PromotionOutcome struct {
 // SetConditions sets the pipeline's conditions from one reconcile: the clusters it could not
 // read, its promotions, and whether every target was observed. It is pure but for conditions'
 // transition times (now).
-func SetConditions(conditions *[]metav1.Condition, generation int64, envs []v1alpha1.EnvironmentStatus, problems []ClusterProblem, promo PromotionOutcome, now time.Time) {
+func SetConditions(conds *[]metav1.Condition, generation int64, envs []v1alpha1.EnvironmentStatus, problems []ClusterProblem, promo PromotionOutcome, now time.Time) {
 	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
 		c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: generation}
-		if old := meta.FindStatusCondition(*conditions, typ); old == nil || old.Status != status {
+		if old := meta.FindStatusCondition(*conds, typ); old == nil || old.Status != status {
 			c.LastTransitionTime = metav1.NewTime(now)
 		}
-		meta.SetStatusCondition(conditions, c)
+		conditions.Set(conds, c)
 	}
 
 	unreachableReason := ""
@@ -224,8 +225,8 @@ func SetConditions(conditions *[]metav1.Condition, generation int64, envs []v1al
 		set(v1alpha1.ConditionPromotionFailed, metav1.ConditionTrue, v1alpha1.ReasonPromotionFailed, truncate(promo.Err.Error(), 1024))
 	case promo.Attempted:
 		set(v1alpha1.ConditionPromotionFailed, metav1.ConditionFalse, v1alpha1.ReasonPromotionSucceeded, "the last promotion succeeded")
-	case meta.FindStatusCondition(*conditions, v1alpha1.ConditionPromotionFailed) == nil,
-		meta.IsStatusConditionTrue(*conditions, v1alpha1.ConditionPromotionFailed):
+	case meta.FindStatusCondition(*conds, v1alpha1.ConditionPromotionFailed) == nil,
+		meta.IsStatusConditionTrue(*conds, v1alpha1.ConditionPromotionFailed):
 		// Nothing is due (any more): a failure of a promotion no longer wanted is moot.
 		set(v1alpha1.ConditionPromotionFailed, metav1.ConditionFalse, v1alpha1.ReasonNoPromotion, "no promotion due")
 	}
@@ -241,9 +242,9 @@ func SetConditions(conditions *[]metav1.Condition, generation int64, envs []v1al
 	switch {
 	case len(problems) > 0:
 		set(v1alpha1.ConditionPipelineReady, metav1.ConditionFalse, unreachableReason, strings.Join(msgs, "; "))
-	case meta.IsStatusConditionTrue(*conditions, v1alpha1.ConditionPromotionFailed):
+	case meta.IsStatusConditionTrue(*conds, v1alpha1.ConditionPromotionFailed):
 		set(v1alpha1.ConditionPipelineReady, metav1.ConditionFalse, v1alpha1.ReasonPromotionFailed,
-			meta.FindStatusCondition(*conditions, v1alpha1.ConditionPromotionFailed).Message)
+			meta.FindStatusCondition(*conds, v1alpha1.ConditionPromotionFailed).Message)
 	case len(missing) > 0:
 		set(v1alpha1.ConditionPipelineReady, metav1.ConditionFalse, v1alpha1.ReasonTargetsNotObserved,
 			"no revision observed yet in "+strings.Join(missing, ", "))

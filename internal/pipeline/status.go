@@ -42,7 +42,8 @@ func statusApplyObject(p *v1alpha1.Pipeline, status *v1alpha1.PipelineStatus) (*
 // pendingRecords remembers the promotions carried out whose record is not known to be in the
 // status yet (its write failed, or the cache has not seen it): the next reconcile puts them
 // back, so that a promotion is recorded even when the write that should have recorded it lost
-// a race.
+// a race. It is not about the cache (statuswrite.Tracker is): it keeps a side effect that
+// happened until a status write records it.
 type pendingRecords struct {
 	mu      sync.Mutex
 	records map[types.NamespacedName]map[string]v1alpha1.PromotionRecord
@@ -94,54 +95,6 @@ func (r *pendingRecords) forget(key types.NamespacedName) {
 	delete(r.records, key)
 }
 
-// statusWrites remembers the controller's last status write of each pipeline until the cache
-// shows it, so that a reconcile reading the pipeline before then starts from what was written
-// rather than computing a status from the version it replaced: that write would be refused (a
-// conflict, the precondition above) and cost the API server a write for nothing.
-type statusWrites struct {
-	mu     sync.Mutex
-	writes map[types.NamespacedName]statusWrite
-}
-
-type statusWrite struct {
-	// before is the resourceVersion the write replaced, after the one it made.
-	before, after string
-	status        *v1alpha1.PipelineStatus
-}
-
-func (w *statusWrites) remember(key types.NamespacedName, before, after string, status *v1alpha1.PipelineStatus) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.writes == nil {
-		w.writes = map[types.NamespacedName]statusWrite{}
-	}
-	w.writes[key] = statusWrite{before: before, after: after, status: status.DeepCopy()}
-}
-
-// catchUp brings p, as the cache has it, up to the last write when the cache still holds the
-// version that write replaced; otherwise the cache has seen it (or a later one) and the write
-// is forgotten.
-func (w *statusWrites) catchUp(key types.NamespacedName, p *v1alpha1.Pipeline) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	last, ok := w.writes[key]
-	if !ok {
-		return
-	}
-	if p.ResourceVersion != last.before || last.before == last.after {
-		delete(w.writes, key)
-		return
-	}
-	p.Status = *last.status.DeepCopy()
-	p.ResourceVersion = last.after
-}
-
-func (w *statusWrites) forget(key types.NamespacedName) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.writes, key)
-}
-
 // ObservationDelay is how long a status change that only says what the targets were observed
 // at (a rollout starting, a target no longer ready) waits before it is written: the changes
 // that follow within it (the rollout finishing, the other targets) share one write, which
@@ -168,32 +121,8 @@ func ObservationsOnly(before, after *v1alpha1.PipelineStatus) bool {
 	return equality.Semantic.DeepEqual(strip(before), strip(after))
 }
 
-// deferredWrites remembers since when each pipeline has an observation-only status change
-// waiting to be written.
-type deferredWrites struct {
-	mu    sync.Mutex
-	since map[types.NamespacedName]time.Time
-}
-
-// wait returns how much longer key's observation-only change waits (zero: write it now); the
-// first call for a change starts its delay.
-func (d *deferredWrites) wait(key types.NamespacedName, now time.Time, delay time.Duration) time.Duration {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.since == nil {
-		d.since = map[types.NamespacedName]time.Time{}
-	}
-	since, ok := d.since[key]
-	if !ok {
-		d.since[key] = now
-		return delay
-	}
-	return max(0, since.Add(delay).Sub(now))
-}
-
-// forget ends key's wait: its status was written, or has nothing to write any more.
-func (d *deferredWrites) forget(key types.NamespacedName) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	delete(d.since, key)
+// ObservationWait is how much longer an observation-only status change whose first change came
+// at first waits at now before it is written (zero: now).
+func ObservationWait(first, now time.Time) time.Duration {
+	return max(0, first.Add(ObservationDelay).Sub(now))
 }

@@ -55,7 +55,8 @@ func DefaultTypes() []TypeConfig {
 	}
 }
 
-func entryFromAPI(e *v1alpha1.ReleaseLogEntry) Entry {
+// EntryFromAPI is the entry of an object's entry.
+func EntryFromAPI(e *v1alpha1.ReleaseLogEntry) Entry {
 	return Entry{
 		ID: e.ID, Type: e.Type, Version: e.Version, Origin: e.Origin, Date: e.Date.UTC(),
 		Author: e.Author, Message: e.Message, Link: e.Link, ReportedAuthor: e.ReportedAuthor,

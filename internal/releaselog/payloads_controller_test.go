@@ -18,8 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/jobstatus"
+	"github.com/release-controller/release-controller/internal/devenv/jobstatus"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/releaselog/logcontroller"
 )
 
 // decidedPayload creates a payload whose override decides it and lets its creation job
@@ -112,10 +113,10 @@ func TestAcceptedAndRejectedPayloadsAreLoggedOnce(t *testing.T) {
 
 	// A restarted controller replays every payload; the log keeps one entry per verdict.
 	c.Stop()
-	before := testutil.ToFloat64(releaselog.PayloadEntries.WithLabelValues("present"))
+	before := testutil.ToFloat64(logcontroller.PayloadEntries.WithLabelValues("present"))
 	restarted := start(t, ns, releaselog.Options{Namespace: ns})
 	eventually(t, func(g Gomega) {
-		g.Expect(testutil.ToFloat64(releaselog.PayloadEntries.WithLabelValues("present")) - before).To(BeNumerically(">=", 2))
+		g.Expect(testutil.ToFloat64(logcontroller.PayloadEntries.WithLabelValues("present")) - before).To(BeNumerically(">=", 2))
 	})
 	for _, w := range want {
 		count := 0
@@ -145,7 +146,7 @@ func releaseDay(e releaselog.Entry) string { return releaselog.DayOf(e.Date) }
 func TestAVerdictTheFullDayCannotTakeIsReportedOnce(t *testing.T) {
 	ns := env.Namespace(t)
 	c := start(t, ns, releaselog.Options{Namespace: ns, MaxEntriesPerDay: 1})
-	fullBefore := testutil.ToFloat64(releaselog.PayloadEntries.WithLabelValues("full"))
+	fullBefore := testutil.ToFloat64(logcontroller.PayloadEntries.WithLabelValues("full"))
 	errorsBefore := reconcileErrors(t, "releaselog-payloads")
 
 	// Today and tomorrow (UTC) are full already: the verdict, dated when it comes, falls on
@@ -175,17 +176,17 @@ func TestAVerdictTheFullDayCannotTakeIsReportedOnce(t *testing.T) {
 		g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
 		found := false
 		for _, e := range list.Items {
-			if e.Regarding.Kind == "ReleasePayload" && e.Regarding.Name == second && e.Reason == releaselog.ReasonReleaseLogFull {
+			if e.Regarding.Kind == "ReleasePayload" && e.Regarding.Name == second && e.Reason == v1alpha1.EventReleaseLogFull {
 				ev, found = e, true
 			}
 		}
-		g.Expect(found).To(BeTrue(), "no %s event on %s", releaselog.ReasonReleaseLogFull, second)
+		g.Expect(found).To(BeTrue(), "no %s event on %s", v1alpha1.EventReleaseLogFull, second)
 	})
 	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Note, "Rejected verdict is not in the release log") || !strings.Contains(ev.Note, "limit of 1 entries a day (--log-max-entries)") {
 		t.Errorf("event %s %q", ev.Type, ev.Note)
 	}
 	eventually(t, func(g Gomega) {
-		g.Expect(testutil.ToFloat64(releaselog.PayloadEntries.WithLabelValues("full")) - fullBefore).To(BeNumerically(">=", 1))
+		g.Expect(testutil.ToFloat64(logcontroller.PayloadEntries.WithLabelValues("full")) - fullBefore).To(BeNumerically(">=", 1))
 	})
 	// No retry: the reconcile succeeded, there is nothing to try again.
 	if n := reconcileErrors(t, "releaselog-payloads") - errorsBefore; n != 0 {

@@ -97,7 +97,7 @@ func TestEntrySizeCountsTheJSON(t *testing.T) {
 		sum += entrySize(&entries[i])
 	}
 	// A list of n entries is their JSON, n-1 commas and two brackets: one byte more.
-	if list := jsonSize(entries); sum+1 != list {
+	if list := JSONSize(entries); sum+1 != list {
 		t.Errorf("entries cost %d bytes, their list is %d", sum, list)
 	}
 }

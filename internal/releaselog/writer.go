@@ -197,7 +197,7 @@ func (w *Writer) enqueue(ctx context.Context, day string, r *request) {
 }
 
 // flush writes the day's queue, a batch per write, until the queue is empty. After each write
-// it waits writeSpacing for the day's size, gathering what comes meanwhile into the next batch.
+// it waits WriteSpacing for the day's size, gathering what comes meanwhile into the next batch.
 func (w *Writer) flush(ctx context.Context, day string) {
 	key := client.ObjectKey{Namespace: w.namespace, Name: ObjectName(day)}
 	for {
@@ -208,7 +208,7 @@ func (w *Writer) flush(ctx context.Context, day string) {
 		wctx, cancel := context.WithTimeout(ctx, flushTimeout)
 		dayBytes := w.write(wctx, key, batch)
 		cancel()
-		time.Sleep(writeSpacing(dayBytes))
+		time.Sleep(WriteSpacing(dayBytes))
 	}
 }
 
@@ -217,10 +217,10 @@ func (w *Writer) flush(ctx context.Context, day string) {
 // and sends it to every watcher), about a megabyte on a day of 3,500 verdicts.
 const rewriteBytesPerSecond = 256 << 10
 
-// writeSpacing is the least time between two writes of a day of dayBytes bytes: a small day is
+// WriteSpacing is the least time between two writes of a day of dayBytes bytes: a small day is
 // written at once, a megabyte (about 3,200 verdicts) every four seconds with everything queued
 // meanwhile, so a busy log takes a bounded share of the API server however full its day.
-func writeSpacing(dayBytes int) time.Duration {
+func WriteSpacing(dayBytes int) time.Duration {
 	return time.Duration(int64(dayBytes) * int64(time.Second) / rewriteBytesPerSecond)
 }
 
@@ -344,7 +344,7 @@ func (w *Writer) stateOf(key client.ObjectKey, base *v1alpha1.ReleaseLog) daySta
 	if base == nil {
 		base = newDay(key, nil)
 	}
-	state := dayState{ids: map[string]struct{}{}, count: len(base.Spec.Entries), bytes: jsonSize(base)}
+	state := dayState{ids: map[string]struct{}{}, count: len(base.Spec.Entries), bytes: JSONSize(base)}
 	for i := range base.Spec.Entries {
 		if id := base.Spec.Entries[i].ID; id != "" {
 			state.ids[id] = struct{}{}
@@ -362,10 +362,11 @@ func newDay(key client.ObjectKey, entries []v1alpha1.ReleaseLogEntry) *v1alpha1.
 
 // entrySize is what an entry adds to its day's JSON: itself and a comma.
 func entrySize(e *v1alpha1.ReleaseLogEntry) int {
-	return jsonSize(e) + 1
+	return JSONSize(e) + 1
 }
 
-func jsonSize(v any) int {
+// JSONSize is the size of v as JSON, the form the API server handles.
+func JSONSize(v any) int {
 	b, err := json.Marshal(v)
 	if err != nil {
 		// API types always marshal.

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/release-controller/release-controller/internal/registry"
+	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/signing"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"
 )

@@ -20,6 +20,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/upgradegraph"
 )
 
 // TestReleaseFlow follows a stream from its first payload to an accepted, published release,
@@ -96,9 +97,9 @@ func TestReleaseFlow(t *testing.T) {
 	// The upgrade result is in the stream's upgrade graph; the published tags did not move.
 	NewWithT(t).Eventually(func(g Gomega) {
 		cm := &corev1.ConfigMap{}
-		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: stream.UpgradeGraphName("nightly")}, cm)).To(Succeed())
-		var graph stream.UpgradeGraph
-		g.Expect(json.Unmarshal([]byte(cm.Data[stream.UpgradeGraphKey]), &graph)).To(Succeed())
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: upgradegraph.ConfigMapName("nightly")}, cm)).To(Succeed())
+		var graph upgradegraph.Graph
+		g.Expect(json.Unmarshal([]byte(cm.Data[upgradegraph.Key]), &graph)).To(Succeed())
 		g.Expect(graph.Edges).To(HaveLen(1))
 		g.Expect(graph.Edges[0]).To(And(
 			HaveField("From", first.Name), HaveField("To", second.Name), HaveField("State", v1alpha1.JobFailure)))

@@ -205,31 +205,6 @@ func TestJobsToCollect(t *testing.T) {
 	}
 }
 
-func TestRecordUpgrades(t *testing.T) {
-	completed := metav1.NewTime(now)
-	p := payloadAt("4.15.1-2026-11-22-093000", time.Hour, v1alpha1.PhaseAccepted)
-	p.Status.Verifications = []v1alpha1.VerificationStatus{{Name: "upgrade", Runs: []v1alpha1.JobRun{
-		{Name: "u-1", UpgradeFrom: "4.15.0-2026-11-21-000000", State: v1alpha1.JobFailure, URL: "http://logs/u-1", CompletionTime: &completed},
-		{Name: "u-2", UpgradeFrom: "4.15.0-2026-11-21-000000", State: v1alpha1.JobPending},
-	}}, {Name: "e2e", Runs: []v1alpha1.JobRun{{Name: "e-1", State: v1alpha1.JobSuccess}}}}
-
-	graph, changed := RecordUpgrades(UpgradeGraph{}, []v1alpha1.ReleasePayload{p})
-	if !changed || len(graph.Edges) != 1 || graph.Edges[0].From != "4.15.0-2026-11-21-000000" || graph.Edges[0].State != v1alpha1.JobFailure {
-		t.Fatalf("first record: changed=%v %+v", changed, graph)
-	}
-	if _, changed := RecordUpgrades(graph, []v1alpha1.ReleasePayload{p}); changed {
-		t.Error("recording the same results again changed the graph")
-	}
-	// The payload is collected: its edges stay.
-	if g, changed := RecordUpgrades(graph, nil); changed || len(g.Edges) != 1 {
-		t.Errorf("collection lost edges: %+v", g)
-	}
-	p.Status.Verifications[0].Runs[1].State = v1alpha1.JobSuccess
-	if g, changed := RecordUpgrades(graph, []v1alpha1.ReleasePayload{p}); !changed || len(g.Edges) != 2 {
-		t.Errorf("second run not recorded: %+v", g)
-	}
-}
-
 func TestNewestAccepted(t *testing.T) {
 	payloads := []v1alpha1.ReleasePayload{
 		payloadAt("4.16.0-2026-11-22-000000", time.Hour, v1alpha1.PhaseRejected),
@@ -241,22 +216,5 @@ func TestNewestAccepted(t *testing.T) {
 	}
 	if got := Counts(payloads); got.Accepted != 2 || got.Rejected != 1 {
 		t.Errorf("Counts() = %+v", got)
-	}
-}
-
-func TestRecordUpgradesPastTheLimitSettles(t *testing.T) {
-	completed := metav1.NewTime(now)
-	p := payloadAt("4.15.1-2026-11-22-093000", time.Hour, v1alpha1.PhaseAccepted)
-	var runs []v1alpha1.JobRun
-	for i := range MaxUpgradeEdges + 10 {
-		runs = append(runs, v1alpha1.JobRun{Name: fmt.Sprintf("u-%05d", i), UpgradeFrom: "4.15.0-2026-11-21-000000", State: v1alpha1.JobSuccess, CompletionTime: &completed})
-	}
-	p.Status.Verifications = []v1alpha1.VerificationStatus{{Name: "upgrade", Runs: runs}}
-	graph, changed := RecordUpgrades(UpgradeGraph{}, []v1alpha1.ReleasePayload{p})
-	if !changed || len(graph.Edges) != MaxUpgradeEdges {
-		t.Fatalf("first record: changed=%v, %d edges", changed, len(graph.Edges))
-	}
-	if _, changed := RecordUpgrades(graph, []v1alpha1.ReleasePayload{p}); changed {
-		t.Error("recording the same runs again past the limit reports a change (and rewrites the ConfigMap every pass)")
 	}
 }

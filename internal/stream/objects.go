@@ -13,14 +13,6 @@ import (
 	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
-// UpgradeGraphKey is the ConfigMap key holding a stream's upgrade graph as JSON.
-const UpgradeGraphKey = "graph.json"
-
-// UpgradeGraphName is the name of the ConfigMap holding a stream's upgrade graph.
-func UpgradeGraphName(stream string) string {
-	return jobcontract.ObjectName(stream, "upgrade-graph")
-}
-
 // NewPayload is the payload of stream for tag, pinning components and copying the stream's
 // verification list, so later edits of the stream do not change it.
 func NewPayload(stream *v1alpha1.ReleaseStream, tag, hash string, components []v1alpha1.PinnedComponent) *v1alpha1.ReleasePayload {

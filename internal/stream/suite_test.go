@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/devenv/jobstatus"
+	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/jobcontract"
-	"github.com/release-controller/release-controller/internal/jobstatus"
 	"github.com/release-controller/release-controller/internal/manager"
-	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/stream"
 	"github.com/release-controller/release-controller/internal/testenv"

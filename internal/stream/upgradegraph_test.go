@@ -15,7 +15,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
 	"github.com/release-controller/release-controller/internal/jobcontract"
-	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/upgradegraph"
 )
 
 // TestHandMadeUpgradeGraph: a ConfigMap named like the stream's upgrade graph that the stream
@@ -25,7 +25,7 @@ func TestHandMadeUpgradeGraph(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
 	handMade := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stream.UpgradeGraphName("nightly")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: upgradegraph.ConfigMapName("nightly")},
 		Data:       map[string]string{"notes": "mine"},
 	}
 	if err := env.Client.Create(ctx, handMade); err != nil {
@@ -88,7 +88,7 @@ func TestHandMadeUpgradeGraph(t *testing.T) {
 		g.Expect(s.Status.ObservedGeneration).To(Equal(s.Generation))
 	})
 	graph := &corev1.ConfigMap{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(handMade), graph); err != nil || graph.Labels[v1alpha1.LabelStream] != "nightly" || graph.Data[stream.UpgradeGraphKey] == "" {
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(handMade), graph); err != nil || graph.Labels[v1alpha1.LabelStream] != "nightly" || graph.Data[upgradegraph.Key] == "" {
 		t.Errorf("upgrade graph %v %v: %v", graph.Labels, graph.Data, err)
 	}
 }

@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/jobcontract"
-	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/releaselog"
-	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/upgradegraph"
 )
 
 // The read side's workload: streams × payloads per stream, each payload with this many
@@ -308,9 +308,9 @@ func createReadPayload(ctx context.Context, c client.Client, streamName, tag, pr
 // createUpgradeGraph writes a stream's upgrade-graph ConfigMap with the upgrades between its
 // consecutive payloads, as the stream controller records them.
 func createUpgradeGraph(ctx context.Context, c client.Client, streamName string, tags []string, streamIndex int) error {
-	var g stream.UpgradeGraph
-	for i := streamIndex + readStreams; i < len(tags) && len(g.Edges) < stream.MaxUpgradeEdges; i += readStreams {
-		g.Edges = append(g.Edges, stream.UpgradeEdge{
+	var g upgradegraph.Graph
+	for i := streamIndex + readStreams; i < len(tags) && len(g.Edges) < upgradegraph.MaxEdges; i += readStreams {
+		g.Edges = append(g.Edges, upgradegraph.Edge{
 			From: tags[i-readStreams], To: tags[i], Verification: "e2e-0", Run: tags[i] + "-e2e-0",
 			State: v1alpha1.JobSuccess, URL: "https://ci.example.com/logs/" + tags[i] + "/e2e-0",
 		})
@@ -320,8 +320,8 @@ func createUpgradeGraph(ctx context.Context, c client.Client, streamName string,
 		return err
 	}
 	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: readNamespace, Name: stream.UpgradeGraphName(streamName), Labels: map[string]string{v1alpha1.LabelStream: streamName}},
-		Data:       map[string]string{stream.UpgradeGraphKey: string(data)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: readNamespace, Name: upgradegraph.ConfigMapName(streamName), Labels: map[string]string{v1alpha1.LabelStream: streamName}},
+		Data:       map[string]string{upgradegraph.Key: string(data)},
 	}
 	if err := c.Create(ctx, cm); err != nil {
 		return fmt.Errorf("creating the upgrade graph of %s: %w", streamName, err)

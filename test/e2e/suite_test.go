@@ -29,8 +29,8 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
+	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/manager"
-	"github.com/release-controller/release-controller/internal/registry"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/stream"

@@ -44,6 +44,7 @@ import (
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/stream"
 	"github.com/release-controller/release-controller/internal/testbinary"
+	"github.com/release-controller/release-controller/internal/upgradegraph"
 )
 
 const (
@@ -715,8 +716,8 @@ func waitUpgradeGraph(t *testing.T, ns, tag string) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
 		var cm corev1.ConfigMap
-		g.Expect(env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: stream.UpgradeGraphName("nightly")}, &cm)).To(Succeed())
-		g.Expect(cm.Data[stream.UpgradeGraphKey]).To(ContainSubstring(tag))
+		g.Expect(env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: upgradegraph.ConfigMapName("nightly")}, &cm)).To(Succeed())
+		g.Expect(cm.Data[upgradegraph.Key]).To(ContainSubstring(tag))
 	}).WithTimeout(waitTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
 }
 
@@ -729,11 +730,11 @@ func waitLogFullEvent(t *testing.T, p *v1alpha1.ReleasePayload) eventsv1.Event {
 		g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(p.Namespace))).To(Succeed())
 		ok := false
 		for _, e := range list.Items {
-			if e.Reason == releaselog.ReasonReleaseLogFull && e.Regarding.Kind == "ReleasePayload" && e.Regarding.Name == p.Name {
+			if e.Reason == v1alpha1.EventReleaseLogFull && e.Regarding.Kind == "ReleasePayload" && e.Regarding.Name == p.Name {
 				found, ok = e, true
 			}
 		}
-		g.Expect(ok).To(BeTrue(), "no %s event on %s", releaselog.ReasonReleaseLogFull, p.Name)
+		g.Expect(ok).To(BeTrue(), "no %s event on %s", v1alpha1.EventReleaseLogFull, p.Name)
 	}).WithTimeout(waitTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
 	return found
 }

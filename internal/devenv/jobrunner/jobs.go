@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/release-controller/release-controller/internal/jobstatus"
+	"github.com/release-controller/release-controller/internal/devenv/jobstatus"
 )
 
 // ReasonNotRunnableLocally is the failure reason of a Job whose pod cannot run as a local

@@ -10,8 +10,8 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/catalog"
 	"github.com/release-controller/release-controller/internal/changelog"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // Tool names of streams and payloads.
@@ -78,6 +78,20 @@ type Payload struct {
 	Conditions    []Condition    `json:"conditions" jsonschema:"PayloadCreated, PayloadAccepted, PayloadRejected and PayloadFailed"`
 	Verifications []Verification `json:"verifications" jsonschema:"the verifications and every run of each"`
 	Components    []Component    `json:"components" jsonschema:"the component images, pinned by digest"`
+	Audit         *Audit         `json:"audit,omitempty" jsonschema:"the audit of an accepted payload against its image, once it ran"`
+	Signature     *Signature     `json:"signature,omitempty" jsonschema:"the payload's signature, once signed"`
+}
+
+// Audit is what the audit of an accepted payload found.
+type Audit struct {
+	Result  string `json:"result" jsonschema:"AuditPassed, AuditFailed or AuditError (retried)"`
+	Message string `json:"message"`
+}
+
+// Signature is where a payload's signature is and which key made it.
+type Signature struct {
+	KeyID string `json:"key_id" jsonschema:"the OpenPGP key that signed the payload"`
+	URL   string `json:"url" jsonschema:"the signature on this server (OpenShift's layout); the public key is /signatures/pubkey.asc"`
 }
 
 // Override is a payload's override.
@@ -169,18 +183,16 @@ func addCatalogTools(s *sdk.Server, t catalogTools, readOnly *sdk.ToolAnnotation
 func (t catalogTools) listStreams(_ context.Context, _ *sdk.CallToolRequest, _ any) (*sdk.CallToolResult, ListStreamsOutput, error) {
 	out := ListStreamsOutput{Streams: []StreamSummary{}}
 	for _, s := range t.cat.Streams() {
+		c := s.Summary()
 		sum := StreamSummary{
 			Namespace: s.Namespace, Name: s.Name, PayloadRepository: s.Object.Spec.PayloadRepository,
-			Payloads: len(s.Entries), Phases: map[string]int{}, Link: streamLink(s),
+			Payloads: c.Payloads, Phases: phaseMap(c.Phases), Link: streamLink(s),
 		}
-		for _, e := range s.Entries {
-			sum.Phases[string(e.Phase())]++
-			if sum.LatestAccepted == "" && e.Phase() == v1alpha1.PhaseAccepted {
-				sum.LatestAccepted = e.Tag()
-			}
+		if c.Latest.Payload != nil {
+			sum.Latest = c.Latest.Tag()
 		}
-		if len(s.Entries) > 0 {
-			sum.Latest = s.Entries[0].Tag()
+		if c.LatestAccepted.Payload != nil {
+			sum.LatestAccepted = c.LatestAccepted.Tag()
 		}
 		out.Streams = append(out.Streams, sum)
 	}
@@ -220,12 +232,8 @@ func (t catalogTools) latestPayload(_ context.Context, _ *sdk.CallToolRequest, i
 			return text(payloadText(out)), out, nil
 		}
 	}
-	counts := map[string]int{}
-	for _, e := range s.Entries {
-		counts[string(e.Phase())]++
-	}
 	held := "no payloads"
-	if c := phaseCounts(counts); c != "" {
+	if c := phaseCounts(phaseMap(s.Summary().Phases)); c != "" {
 		held = c
 	}
 	which := string(phase) + " payload"
@@ -389,6 +397,12 @@ func payloadOf(s *catalog.Stream, e catalog.Entry) Payload {
 	for _, c := range p.Spec.Components {
 		out.Components = append(out.Components, Component{Name: c.Name, Image: c.Image})
 	}
+	if trust := e.Trust(); trust.Audit != "" {
+		out.Audit = &Audit{Result: trust.Audit, Message: trust.AuditMessage}
+		if trust.Signed {
+			out.Signature = &Signature{KeyID: trust.KeyID, URL: trust.SignaturePath}
+		}
+	}
 	return out
 }
 
@@ -409,6 +423,12 @@ func payloadText(p Payload) string {
 		fmt.Fprintf(&b, ": %s", p.CreationJob.Message)
 	}
 	b.WriteString("\n")
+	if p.Audit != nil {
+		fmt.Fprintf(&b, "Audit: %s: %s\n", p.Audit.Result, p.Audit.Message)
+	}
+	if p.Signature != nil {
+		fmt.Fprintf(&b, "Signature: by key %s, at %s\n", p.Signature.KeyID, p.Signature.URL)
+	}
 	if len(p.Conditions) > 0 {
 		b.WriteString("Conditions:\n")
 		for _, c := range p.Conditions {
@@ -455,6 +475,15 @@ func payloadText(p Payload) string {
 // streamLink is the stream's page, by namespace so that it is never ambiguous.
 func streamLink(s *catalog.Stream) string {
 	return "/namespaces/" + s.Namespace + "/releasestream/" + s.Name
+}
+
+// phaseMap is counts by phase keyed by the phase's name, as the tools' JSON has it.
+func phaseMap(counts map[v1alpha1.PayloadPhase]int) map[string]int {
+	out := make(map[string]int, len(counts))
+	for p, n := range counts {
+		out[string(p)] = n
+	}
+	return out
 }
 
 func phaseCounts(counts map[string]int) string {

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/release-controller/release-controller/internal/catalog"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/mcp"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // The large answers (tags, the releasestreams lists, the graph) are written by hand: the

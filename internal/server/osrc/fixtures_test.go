@@ -14,10 +14,10 @@ import (
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/catalog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/osrc"
-	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/upgradegraph"
 )
 
 // Tags of the fixture's nightly stream, oldest first.
@@ -76,19 +76,19 @@ func upgradeRun(name string, attempt int32, from string, state v1alpha1.JobState
 	return r
 }
 
-func graphMap(ns, name string, edges ...stream.UpgradeEdge) *corev1.ConfigMap {
-	data, err := json.Marshal(stream.UpgradeGraph{Edges: edges})
+func graphMap(ns, name string, edges ...upgradegraph.Edge) *corev1.ConfigMap {
+	data, err := json.Marshal(upgradegraph.Graph{Edges: edges})
 	if err != nil {
 		panic(err)
 	}
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stream.UpgradeGraphName(name), Labels: map[string]string{v1alpha1.LabelStream: name}},
-		Data:       map[string]string{stream.UpgradeGraphKey: string(data)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: upgradegraph.ConfigMapName(name), Labels: map[string]string{v1alpha1.LabelStream: name}},
+		Data:       map[string]string{upgradegraph.Key: string(data)},
 	}
 }
 
-func edge(from, to, runName string, state v1alpha1.JobState, url string) stream.UpgradeEdge {
-	return stream.UpgradeEdge{From: from, To: to, Verification: "upgrade", Run: runName, State: state, URL: url}
+func edge(from, to, runName string, state v1alpha1.JobState, url string) upgradegraph.Edge {
+	return upgradegraph.Edge{From: from, To: to, Verification: "upgrade", Run: runName, State: state, URL: url}
 }
 
 // fixture is the catalog the contract tests read:

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // CincinnatiContentType is the media type of /graph.

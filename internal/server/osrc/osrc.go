@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/release-controller/release-controller/internal/catalog"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // DefaultChangeLogWait is how long release info waits for a changelog that is not cached

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/catalog"
 	"github.com/release-controller/release-controller/internal/changelog"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // changeLogBackground bounds a changelog computation that outlives the request which
@@ -44,6 +44,23 @@ type apiReleaseInfo struct {
 	UpgradesFrom  []upgradeHistory        `json:"upgradesFrom,omitempty"`
 	ChangeLog     []byte                  `json:"changeLog,omitempty"`
 	ChangeLogJSON changelog.JSONChangeLog `json:"changeLogJson"`
+	// Audit and Signature are ours (OSRC has no audit): what the audit found and where the
+	// signature is, once there are.
+	Audit     *auditInfo     `json:"audit,omitempty"`
+	Signature *signatureInfo `json:"signature,omitempty"`
+}
+
+// auditInfo is the payload's audit: reason AuditPassed, AuditFailed or AuditError, and the
+// PayloadAudited message.
+type auditInfo struct {
+	Result  string `json:"result"`
+	Message string `json:"message"`
+}
+
+// signatureInfo is the payload's signature: the key that made it and its path on this server.
+type signatureInfo struct {
+	KeyID string `json:"keyID"`
+	URL   string `json:"url"`
 }
 
 // jobsSummary is OSRC's VerificationJobsSummary.
@@ -112,6 +129,12 @@ func (h *handler) releaseInfo(w http.ResponseWriter, r *http.Request) {
 		Results:      verificationResults(e.Payload),
 		UpgradesTo:   upgradeHistories(s.UpgradesInto(e.Tag())),
 		UpgradesFrom: upgradeHistories(h.upgradesOutOf(s, e.Tag())),
+	}
+	if trust := e.Trust(); trust.Audit != "" {
+		info.Audit = &auditInfo{Result: trust.Audit, Message: trust.AuditMessage}
+		if trust.Signed {
+			info.Signature = &signatureInfo{KeyID: trust.KeyID, URL: trust.SignaturePath}
+		}
 	}
 	if !short && previous != nil && h.opts.ChangeLogs != nil {
 		if cl := h.changeLog(r.Context(), previous, e.Payload); cl != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/blang/semver/v4"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // latestQuery is what latest's query asks for.

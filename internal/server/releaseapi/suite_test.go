@@ -18,6 +18,7 @@ import (
 	"github.com/release-controller/release-controller/internal/gen/releasecontroller/v1/releasecontrollerv1connect"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/releaselog/logcontroller"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/releaseapi"
 	"github.com/release-controller/release-controller/internal/testenv"
@@ -56,7 +57,7 @@ func startLog(t testing.TB, ns string, opts releaselog.Options) *logParts {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := releaselog.SetupWithManager(mgr, opts); err != nil {
+	if err := logcontroller.SetupWithManager(mgr, opts); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

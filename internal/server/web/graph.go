@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // The upgrade graph of a stream, drawn on the server as SVG: one row per payload, newest on

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // Rendering costs most of a page's time (html/template escapes every value), and a page is

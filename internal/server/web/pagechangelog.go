@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/catalog"
 	"github.com/release-controller/release-controller/internal/changelog"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // The changelog on the payload, compare and /changelog pages. A changelog computed before

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // Live updates of the stream pages. A page with work in flight names its live parts (the

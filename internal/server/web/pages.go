@@ -17,9 +17,9 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/catalog"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // Paths of the stream pages (the stream routes also exist under /namespaces/{namespace}/).

@@ -14,11 +14,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/catalog"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/web"
-	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/upgradegraph"
 )
 
 // The scale of the page benchmarks: 10 streams of 1,000 payloads with 10 verifications each.
@@ -43,7 +43,7 @@ var benchOnce = sync.OnceValue(func() benchData {
 		tagPrefix := fmt.Sprintf("4.%d.0-0.nightly", 10+s)
 		d.cat.SetStream(newReleaseStream("bench", name, tagPrefix, 3))
 		var tags []string
-		var edges []stream.UpgradeEdge
+		var edges []upgradegraph.Edge
 		var prevAccepted string
 		for i := range benchPayloads {
 			created := start.Add(time.Duration(i) * 30 * time.Minute)
@@ -73,7 +73,7 @@ var benchOnce = sync.OnceValue(func() benchData {
 				if v == 9 && prevAccepted != "" {
 					cfg.UpgradeFrom, st.UpgradeFrom, st.Runs[0].UpgradeFrom = v1alpha1.UpgradeFromPrevious, v1alpha1.UpgradeFromPrevious, prevAccepted
 					if st.Runs[0].State.IsTerminal() {
-						edges = append(edges, stream.UpgradeEdge{From: prevAccepted, To: tag, Verification: vname, Run: st.Runs[0].Name, State: st.Runs[0].State, URL: st.Runs[0].URL})
+						edges = append(edges, upgradegraph.Edge{From: prevAccepted, To: tag, Verification: vname, Run: st.Runs[0].Name, State: st.Runs[0].State, URL: st.Runs[0].URL})
 					}
 				}
 				verifications = append(verifications, cfg)
@@ -91,8 +91,8 @@ var benchOnce = sync.OnceValue(func() benchData {
 			}
 			tags = append(tags, tag)
 		}
-		if len(edges) > stream.MaxUpgradeEdges {
-			edges = edges[len(edges)-stream.MaxUpgradeEdges:]
+		if len(edges) > upgradegraph.MaxEdges {
+			edges = edges[len(edges)-upgradegraph.MaxEdges:]
 		}
 		d.cat.SetGraph(graphConfigMap("bench", name, edges...))
 		slices.Reverse(tags)

@@ -17,11 +17,11 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/catalog"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/web"
-	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/upgradegraph"
 )
 
 // The fixture: the stream demo/nightly with five payloads in every phase, upgrades between
@@ -165,24 +165,24 @@ func fixturePayloads() []*v1alpha1.ReleasePayload {
 
 // graphConfigMap is demo/nightly's upgrade graph: what the stream controller recorded of
 // ended upgrade runs, including ones of a payload since collected.
-func graphConfigMap(ns, streamName string, edges ...stream.UpgradeEdge) *corev1.ConfigMap {
-	data, err := json.Marshal(stream.UpgradeGraph{Edges: edges})
+func graphConfigMap(ns, streamName string, edges ...upgradegraph.Edge) *corev1.ConfigMap {
+	data, err := json.Marshal(upgradegraph.Graph{Edges: edges})
 	if err != nil {
 		panic(err)
 	}
 	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: stream.UpgradeGraphName(streamName), Labels: map[string]string{v1alpha1.LabelStream: streamName}},
-		Data:       map[string]string{stream.UpgradeGraphKey: string(data)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: upgradegraph.ConfigMapName(streamName), Labels: map[string]string{v1alpha1.LabelStream: streamName}},
+		Data:       map[string]string{upgradegraph.Key: string(data)},
 	}
 }
 
 func fixtureGraph() *corev1.ConfigMap {
 	return graphConfigMap("demo", "nightly",
-		stream.UpgradeEdge{From: collected, To: tag2, Verification: "upgrade", Run: "150000-upgrade-1", State: v1alpha1.JobSuccess, URL: "https://ci.example.com/150000-upgrade-1"},
-		stream.UpgradeEdge{From: tag2, To: tag3, Verification: "upgrade", Run: "090000-upgrade-1", State: v1alpha1.JobFailure, URL: "https://ci.example.com/090000-upgrade-1"},
-		stream.UpgradeEdge{From: tag2, To: tag3, Verification: "upgrade", Run: "090000-upgrade-2", State: v1alpha1.JobFailure, URL: "https://ci.example.com/090000-upgrade-2"},
-		stream.UpgradeEdge{From: tag2, To: tag4, Verification: "upgrade", Run: "120000-upgrade-1", State: v1alpha1.JobSuccess, URL: "https://ci.example.com/120000-upgrade-1"},
-		stream.UpgradeEdge{From: tag2, To: tag4, Verification: "upgrade", Run: "120000-upgrade-0", State: v1alpha1.JobFailure, URL: "https://ci.example.com/120000-upgrade-0"},
+		upgradegraph.Edge{From: collected, To: tag2, Verification: "upgrade", Run: "150000-upgrade-1", State: v1alpha1.JobSuccess, URL: "https://ci.example.com/150000-upgrade-1"},
+		upgradegraph.Edge{From: tag2, To: tag3, Verification: "upgrade", Run: "090000-upgrade-1", State: v1alpha1.JobFailure, URL: "https://ci.example.com/090000-upgrade-1"},
+		upgradegraph.Edge{From: tag2, To: tag3, Verification: "upgrade", Run: "090000-upgrade-2", State: v1alpha1.JobFailure, URL: "https://ci.example.com/090000-upgrade-2"},
+		upgradegraph.Edge{From: tag2, To: tag4, Verification: "upgrade", Run: "120000-upgrade-1", State: v1alpha1.JobSuccess, URL: "https://ci.example.com/120000-upgrade-1"},
+		upgradegraph.Edge{From: tag2, To: tag4, Verification: "upgrade", Run: "120000-upgrade-0", State: v1alpha1.JobFailure, URL: "https://ci.example.com/120000-upgrade-0"},
 	)
 }
 

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/catalog"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // The view models of the stream pages: everything the templates show is computed here, so
@@ -102,21 +102,14 @@ type acceptedView struct {
 
 func (p *site) streamInfo(s *catalog.Stream, now time.Time) streamInfo {
 	info := streamInfo{streamHeader: streamLinks(s)}
-	counts := map[v1alpha1.PayloadPhase]int{}
-	var unready []catalog.Entry
-	for _, e := range s.Entries {
-		ph := e.Phase()
-		counts[ph]++
-		if ph == v1alpha1.PhasePending || ph == v1alpha1.PhaseReady {
-			unready = append(unready, e)
-		}
-		if ph == v1alpha1.PhaseAccepted && info.Accepted == nil {
-			info.Accepted = &acceptedView{Tag: e.Tag(), Link: entryPath(s, e.Tag()), PullSpec: pullSpec(s, e), Created: stampOf(now, e.Payload.CreationTimestamp.Time)}
-		}
+	sum := s.Summary()
+	unready := sum.Unready
+	if e := sum.LatestAccepted; e.Payload != nil {
+		info.Accepted = &acceptedView{Tag: e.Tag(), Link: entryPath(s, e.Tag()), PullSpec: pullSpec(s, e), Created: stampOf(now, e.Payload.CreationTimestamp.Time)}
 	}
 	var parts []string
 	for _, ph := range phases {
-		if n := counts[ph]; n > 0 {
+		if n := sum.Phases[ph]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, strings.ToLower(string(ph))))
 		}
 	}

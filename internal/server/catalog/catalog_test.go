@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/upgradegraph"
 )
 
 func newStream(ns, name string) *v1alpha1.ReleaseStream {
@@ -131,7 +131,7 @@ func TestChangedIsClosedOnEveryChange(t *testing.T) {
 func TestUpgradesMergeGraphAndRunningRuns(t *testing.T) {
 	c := New()
 	c.SetStream(newStream("ns", "s"))
-	graph := stream.UpgradeGraph{Edges: []stream.UpgradeEdge{
+	graph := upgradegraph.Graph{Edges: []upgradegraph.Edge{
 		{From: "1.0.0", To: "1.1.0", Verification: "upgrade", Run: "r1", State: v1alpha1.JobSuccess, URL: "http://ci/r1"},
 		{From: "1.0.0", To: "1.1.0", Verification: "upgrade", Run: "r2", State: v1alpha1.JobFailure, URL: "http://ci/r2"},
 		{From: "0.9.0", To: "1.1.0", Verification: "upgrade", Run: "r0", State: v1alpha1.JobSuccess, URL: "http://ci/r0"},
@@ -140,8 +140,8 @@ func TestUpgradesMergeGraphAndRunningRuns(t *testing.T) {
 	}}
 	data, _ := json.Marshal(graph)
 	c.SetGraph(&corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: stream.UpgradeGraphName("s"), Labels: map[string]string{v1alpha1.LabelStream: "s"}},
-		Data:       map[string]string{stream.UpgradeGraphKey: string(data)},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: upgradegraph.ConfigMapName("s"), Labels: map[string]string{v1alpha1.LabelStream: "s"}},
+		Data:       map[string]string{upgradegraph.Key: string(data)},
 	})
 	c.SetPayload(newPayload("ns", "s", "1.0.0", v1alpha1.PhaseAccepted))
 	c.SetPayload(newPayload("ns", "s", "1.1.0", v1alpha1.PhaseAccepted,

@@ -3,7 +3,7 @@
 // This test needs the build tag: go.podman.io/image verifies OpenPGP signatures with gpgme
 // (cgo) unless containers_image_openpgp selects its pure-Go mechanism. `make test` sets it.
 
-package sigstore
+package signatures
 
 import (
 	"context"
@@ -22,8 +22,9 @@ import (
 	"go.podman.io/image/v5/signature"
 	"go.podman.io/image/v5/types"
 
-	"github.com/release-controller/release-controller/internal/registry"
+	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/signing"
+	"github.com/release-controller/release-controller/internal/signing/sigstore"
 )
 
 // pushRandom pushes a small random image as ref and returns its manifest digest.
@@ -72,7 +73,7 @@ func TestContainersImageAcceptsOurSignatures(t *testing.T) {
 	base := serve(t, store)
 
 	signedDigest := pushRandom(t, repo+":1.0.0")
-	if _, _, err := EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":1.0.0", ManifestDigest: signedDigest, Creator: "test"}); err != nil {
+	if _, _, err := sigstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":1.0.0", ManifestDigest: signedDigest, Creator: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	pushRandom(t, repo+":unsigned")
@@ -86,7 +87,7 @@ func TestContainersImageAcceptsOurSignatures(t *testing.T) {
 	if _, err := store.AddSignature(ctx, rotatedDigest, otherSig); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":rotated", ManifestDigest: rotatedDigest}); err != nil {
+	if _, _, err := sigstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":rotated", ManifestDigest: rotatedDigest}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,4 +1,4 @@
-package apiserver_test
+package assemble_test
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/apiserver"
+	"github.com/release-controller/release-controller/internal/server/assemble"
 	"github.com/release-controller/release-controller/internal/server/web"
 )
 
@@ -23,7 +23,7 @@ import (
 // page over its event stream, an unknown pipeline is 404 and other methods 405.
 func TestPipelinePagesFromTheCache(t *testing.T) {
 	g := NewWithT(t)
-	addr := startServer(t, apiserver.Options{})
+	addr := startServer(t, assemble.Options{})
 	base := "http://" + addr
 	ns := env.Namespace(t)
 	ctx := context.Background()

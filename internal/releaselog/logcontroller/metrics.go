@@ -1,4 +1,4 @@
-package releaselog
+package logcontroller
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

@@ -1,4 +1,6 @@
-package sigstore
+// Package signatures serves the signature store read-only over HTTP: the signatures in
+// OpenShift's layout and in containers/image's lookaside layout, and the public keys.
+package signatures
 
 import (
 	"errors"
@@ -9,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/signing/sigstore"
 )
 
 // Cache headers: a signature-<n> is never rewritten, so clients may keep it; the public key
@@ -24,6 +27,9 @@ var repositoryPath = regexp.MustCompile(`^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(
 
 var signatureName = regexp.MustCompile(`^signature-([1-9][0-9]{0,8})$`)
 
+// digestPattern is a manifest digest as the store keeps them.
+var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
 // Register serves the store read-only on srv:
 //
 //	GET /signatures/sha256=<hex>/signature-<n>               OpenShift's layout
@@ -34,12 +40,12 @@ var signatureName = regexp.MustCompile(`^signature-([1-9][0-9]{0,8})$`)
 // stored by digest only, so any well-formed repository path serves the digest's signatures.
 // The public keys are read from the store on every request, so a rotated key is served at
 // once; an unreadable store answers 503 (retry), not 404 (no key).
-func Register(srv *server.Server, store *Store) {
+func Register(srv *server.Server, store *sigstore.Store) {
 	srv.Handle("GET /signatures/pubkey.asc", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		keys, err := store.PublicKeys(r.Context())
 		w.Header().Set("Cache-Control", cacheRevalidate)
 		switch {
-		case errors.Is(err, ErrNotFound) || err == nil && len(keys) == 0:
+		case errors.Is(err, sigstore.ErrNotFound) || err == nil && len(keys) == 0:
 			http.Error(w, "no signing key is configured: this server does not sign payloads", http.StatusNotFound)
 			return
 		case err != nil:
@@ -57,7 +63,7 @@ func Register(srv *server.Server, store *Store) {
 		}
 		sig, err := store.Signature(r.Context(), digest, n)
 		switch {
-		case errors.Is(err, ErrNotFound):
+		case errors.Is(err, sigstore.ErrNotFound):
 			w.Header().Set("Cache-Control", cacheRevalidate)
 			http.Error(w, fmt.Sprintf("signature-%d of %s does not exist", n, digest), http.StatusNotFound)
 			return

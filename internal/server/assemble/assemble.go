@@ -1,7 +1,11 @@
-// Package apiserver assembles the HTTP server of `release-controller api` and `dev`: the
-// release log's Connect API, its MCP server and its web page, reading from the informer-fed
-// store and writing through the release log's writer.
-package apiserver
+// Package assemble puts together the one HTTP server of `release-controller api` and `dev`
+// from the server's features: the release log's Connect API (releaseapi), the MCP server
+// (mcp), the pages (web: the Releases page, streams, payloads, pipelines), OpenShift's REST
+// API and Cincinnati graph (osrc), pipeline approvals (approval) and the signatures
+// (signatures). Streams, payloads and pipelines are read from a catalog that the manager's
+// informers keep current, the release log from its informer-fed store; the only writes are
+// release log entries (through the release log's writer) and approvals.
+package assemble
 
 import (
 	"context"
@@ -10,15 +14,16 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/release-controller/release-controller/internal/catalog"
 	"github.com/release-controller/release-controller/internal/changelog"
-	"github.com/release-controller/release-controller/internal/pipeline/approval"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/approval"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/kubeauth"
 	"github.com/release-controller/release-controller/internal/server/mcp"
 	"github.com/release-controller/release-controller/internal/server/osrc"
 	"github.com/release-controller/release-controller/internal/server/releaseapi"
+	"github.com/release-controller/release-controller/internal/server/signatures"
 	"github.com/release-controller/release-controller/internal/server/web"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"
 )
@@ -75,7 +80,7 @@ func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
 	approval.Register(s, approval.NewHandler(mgr.GetClient(), mgr.GetAPIReader(), reviewer))
 	osrc.Register(s, cat, osrc.Options{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL})
 	if opts.Signatures != nil {
-		sigstore.Register(s, opts.Signatures)
+		signatures.Register(s, opts.Signatures)
 	}
 	web.RegisterPages(s, cat, web.PageOptions{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL, Clock: opts.Log.Clock})
 	return s, nil

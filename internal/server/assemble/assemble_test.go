@@ -1,4 +1,4 @@
-package apiserver_test
+package assemble_test
 
 import (
 	"context"
@@ -24,10 +24,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/release-controller/release-controller/internal/apiserver"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/releaselog/logcontroller"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/assemble"
 	"github.com/release-controller/release-controller/internal/server/servertest"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
@@ -39,9 +40,9 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env, nil)
 }
 
-// startServer serves the api's server built by apiserver.New with opts (its release log in a
+// startServer serves the api's server built by assemble.New with opts (its release log in a
 // namespace of its own) on a loopback port until the test ends, and returns its address.
-func startServer(t *testing.T, opts apiserver.Options) string {
+func startServer(t *testing.T, opts assemble.Options) string {
 	t.Helper()
 	ns := env.Namespace(t)
 	opts.Log = releaselog.Options{Namespace: ns, Types: releaselog.DefaultTypes(), Store: releaselog.NewStore()}.WithDefaults("")
@@ -49,10 +50,10 @@ func startServer(t *testing.T, opts apiserver.Options) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := releaselog.SetupStoreWithManager(mgr, opts.Log); err != nil {
+	if err := logcontroller.SetupStoreWithManager(mgr, opts.Log); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := apiserver.New(mgr, opts)
+	srv, err := assemble.New(mgr, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func serviceAccountToken(t *testing.T, ns, name string) string {
 func TestMetricsBehindAuthenticationAndAuthorizationOverTLS(t *testing.T) {
 	dir := t.TempDir()
 	cert := servertest.WriteCert(t, dir, "release-controller api")
-	addr := startServer(t, apiserver.Options{
+	addr := startServer(t, assemble.Options{
 		MetricsAuth: true,
 		Server:      server.Options{TLSCertFile: filepath.Join(dir, servertest.CertFile), TLSKeyFile: filepath.Join(dir, servertest.KeyFile)},
 	})

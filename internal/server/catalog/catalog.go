@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/stream"
+	"github.com/release-controller/release-controller/internal/upgradegraph"
 )
 
 // Entry is one payload with its parsed tag. The payload is the informer's object: read it,
@@ -52,7 +52,7 @@ type Stream struct {
 	// Entries are the stream's payloads, newest first (semver order).
 	Entries []Entry
 	// Graph holds the stream's upgrade results, from its upgrade-graph ConfigMap.
-	Graph stream.UpgradeGraph
+	Graph upgradegraph.Graph
 
 	byTag    map[string]int
 	upgrades upgrades
@@ -119,7 +119,7 @@ type Catalog struct {
 type builder struct {
 	object  *v1alpha1.ReleaseStream
 	entries []Entry
-	graph   stream.UpgradeGraph
+	graph   upgradegraph.Graph
 }
 
 // New returns an empty catalog; Watch fills it from informers, and tests may call the
@@ -325,9 +325,9 @@ func (c *Catalog) SetGraph(cm *corev1.ConfigMap) {
 	if !ok {
 		return
 	}
-	var g stream.UpgradeGraph
-	if err := json.Unmarshal([]byte(cm.Data[stream.UpgradeGraphKey]), &g); err != nil {
-		g = stream.UpgradeGraph{}
+	var g upgradegraph.Graph
+	if err := json.Unmarshal([]byte(cm.Data[upgradegraph.Key]), &g); err != nil {
+		g = upgradegraph.Graph{}
 	}
 	c.update(key, func(b *builder) { b.graph = g })
 }
@@ -335,13 +335,13 @@ func (c *Catalog) SetGraph(cm *corev1.ConfigMap) {
 // DeleteGraph forgets a stream's upgrade graph.
 func (c *Catalog) DeleteGraph(cm *corev1.ConfigMap) {
 	if key, ok := graphStream(cm); ok {
-		c.update(key, func(b *builder) { b.graph = stream.UpgradeGraph{} })
+		c.update(key, func(b *builder) { b.graph = upgradegraph.Graph{} })
 	}
 }
 
 func graphStream(cm *corev1.ConfigMap) (types.NamespacedName, bool) {
 	name := cm.Labels[v1alpha1.LabelStream]
-	if name == "" || cm.Name != stream.UpgradeGraphName(name) {
+	if name == "" || cm.Name != upgradegraph.ConfigMapName(name) {
 		return types.NamespacedName{}, false
 	}
 	return types.NamespacedName{Namespace: cm.Namespace, Name: name}, true

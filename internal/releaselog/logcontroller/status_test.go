@@ -1,4 +1,4 @@
-package releaselog
+package logcontroller
 
 import (
 	"errors"
@@ -11,6 +11,14 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 )
+
+func date(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
 
 func TestDesiredStatus(t *testing.T) {
 	earlier := date("2026-03-02T09:00:00Z")
@@ -78,25 +86,6 @@ func TestStatusWait(t *testing.T) {
 	for _, tt := range tests {
 		if got := statusWait(tt.last, now, 2*time.Second); got != tt.want {
 			t.Errorf("%s: statusWait = %s, want %s", tt.name, got, tt.want)
-		}
-	}
-}
-
-func TestWriteSpacing(t *testing.T) {
-	tests := []struct {
-		name     string
-		dayBytes int
-		want     time.Duration
-	}{
-		{"nothing written", 0, 0},
-		{"a quiet day of a few entries: at once", 2 << 10, 7812500 * time.Nanosecond},
-		{"a day of about 200 entries", 64 << 10, 250 * time.Millisecond},
-		{"a day of about 1,600 entries", 512 << 10, 2 * time.Second},
-		{"a megabyte: about 3,200 entries", 1 << 20, 4 * time.Second},
-	}
-	for _, tt := range tests {
-		if got := writeSpacing(tt.dayBytes); got != tt.want {
-			t.Errorf("%s: writeSpacing(%d) = %s, want %s", tt.name, tt.dayBytes, got, tt.want)
 		}
 	}
 }

@@ -1,14 +1,15 @@
-package releaselog
+package logcontroller
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/releaselog"
 )
 
 // DesiredStatus is the status a ReleaseLog should have: its entries counted at its current
@@ -20,14 +21,14 @@ func DesiredStatus(l *v1alpha1.ReleaseLog, nameErr error, now time.Time) v1alpha
 	status.ObservedGeneration = l.Generation
 	valid := metav1.Condition{
 		Type: v1alpha1.ConditionReleaseLogValid, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonValidDay,
-		Message: fmt.Sprintf("holds the entries of %s (UTC)", strings.TrimPrefix(l.Name, NamePrefix)), ObservedGeneration: l.Generation,
+		Message: fmt.Sprintf("holds the entries of %s (UTC)", strings.TrimPrefix(l.Name, releaselog.NamePrefix)), ObservedGeneration: l.Generation,
 		LastTransitionTime: metav1.NewTime(now),
 	}
 	if nameErr != nil {
 		valid.Status, valid.Reason = metav1.ConditionFalse, v1alpha1.ReasonInvalidDay
 		valid.Message = nameErr.Error() + "; the object is neither shown nor expired: recreate it under a valid name"
 	}
-	// SetStatusCondition keeps the transition time when the status stays the same.
-	meta.SetStatusCondition(&status.Conditions, valid)
+	// The transition time stays when the status stays the same.
+	conditions.Set(&status.Conditions, valid)
 	return status
 }

@@ -1,15 +1,18 @@
-package releaselog
+// Package logcontroller runs the release log's reconcilers: the projection of the ReleaseLog
+// objects into a releaselog.Store (on every replica, and in the API server), the expiry and
+// status of the days, and the entries of accepted and rejected payloads. The log itself — its
+// days, entries, store and writer — is the library releaselog, which other controllers (the
+// pipelines' promotions) and the API write through.
+package logcontroller
 
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -18,19 +21,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/eventlog"
+	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/statuswrite"
 )
 
 // Reconciler deletes the days older than the time to live and keeps every day's status: the
 // entry count, and the Valid condition that reports a name which is not a day.
 type Reconciler struct {
 	client.Client
-	TTL   time.Duration
+	TTL time.Duration
+	// Clock tells the log's dates (expiry); the spacing of status writes is about the API
+	// server's load and counts in real time (written's clock).
 	Clock clock.PassiveClock
 
-	mu sync.Mutex
-	// written holds when each day's status was last written, in real time: the spacing of the
-	// writes is about the API server's load, not about the log's dates.
-	written map[types.NamespacedName]time.Time
+	// written holds each day's last status write.
+	written statuswrite.Tracker[struct{}]
 }
 
 // statusInterval is the least time between two status writes of a day. Every write of a day
@@ -42,7 +48,7 @@ const statusInterval = 2 * time.Second
 // statusSpacing is the least time between two status writes of l: statusInterval, longer for a
 // big day, whose count is written at most once every statusAppends appends.
 func statusSpacing(l *v1alpha1.ReleaseLog) time.Duration {
-	return max(statusInterval, statusAppends*writeSpacing(jsonSize(l)))
+	return max(statusInterval, statusAppends*releaselog.WriteSpacing(releaselog.JSONSize(l)))
 }
 
 // statusAppends: a busy day's count is written at most once for this many appends.
@@ -73,7 +79,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	var l v1alpha1.ReleaseLog
 	if err := r.Get(ctx, req.NamespacedName, &l); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.setWritten(req.NamespacedName, time.Time{})
+			r.written.Forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -81,8 +87,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil
 	}
 	now := r.Clock.Now()
-	_, start, nameErr := ParseObjectName(l.Name)
-	if nameErr == nil && Expired(start, now, r.TTL) {
+	_, start, nameErr := releaselog.ParseObjectName(l.Name)
+	if nameErr == nil && releaselog.Expired(start, now, r.TTL) {
 		// The UID precondition spares an object recreated under the same name meanwhile.
 		err := r.Delete(ctx, &l, client.Preconditions{UID: &l.UID})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
@@ -92,7 +98,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	status := DesiredStatus(&l, nameErr, now)
 	if !equality.Semantic.DeepEqual(status, l.Status) {
-		if wait := statusWait(r.lastWritten(req.NamespacedName), time.Now(), statusSpacing(&l)); wait > 0 {
+		if wait := statusWait(r.written.Last(req.NamespacedName), r.written.Now(), statusSpacing(&l)); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		// The patch is computed from the status alone, not from two copies of every entry.
@@ -108,39 +114,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			return ctrl.Result{}, fmt.Errorf("writing the status of release log %s: %w", req, err)
 		}
-		r.setWritten(req.NamespacedName, time.Now())
+		r.written.Wrote(req.NamespacedName, l.ResourceVersion, after.ResourceVersion, struct{}{})
 	}
 	if nameErr != nil {
 		return ctrl.Result{}, nil //nolint:nilerr // the status says the name is no day; nothing expires
 	}
-	return ctrl.Result{RequeueAfter: RequeueAfter(start, now, r.TTL)}, nil
+	return ctrl.Result{RequeueAfter: releaselog.RequeueAfter(start, now, r.TTL)}, nil
 }
 
-func (r *Reconciler) lastWritten(key types.NamespacedName) time.Time {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.written[key]
-}
-
-// setWritten records a status write of the day at t; a zero t forgets the day.
-func (r *Reconciler) setWritten(key types.NamespacedName, t time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if t.IsZero() {
-		delete(r.written, key)
-		return
-	}
-	if r.written == nil {
-		r.written = map[types.NamespacedName]time.Time{}
-	}
-	r.written[key] = t
-}
-
-// projector keeps a Store in step with the ReleaseLog objects. Every process that serves reads
+// projector keeps a releaselog.Store in step with the ReleaseLog objects. Every process that serves reads
 // keeps its own store, so it runs without leader election.
 type projector struct {
 	client.Reader
-	store *Store
+	store *releaselog.Store
 	ttl   time.Duration
 	clock clock.PassiveClock
 }
@@ -148,7 +134,7 @@ type projector struct {
 // Reconcile puts the day's entries into the store, or removes the day once its object is gone
 // or has expired. A name that is not a day is never in the store.
 func (p *projector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	day, start, err := ParseObjectName(req.Name)
+	day, start, err := releaselog.ParseObjectName(req.Name)
 	if err != nil {
 		return ctrl.Result{}, nil //nolint:nilerr // not a day: never in the store
 	}
@@ -161,17 +147,17 @@ func (p *projector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		return ctrl.Result{}, err
 	}
 	now := p.clock.Now()
-	if !l.DeletionTimestamp.IsZero() || Expired(start, now, p.ttl) {
+	if !l.DeletionTimestamp.IsZero() || releaselog.Expired(start, now, p.ttl) {
 		p.store.Delete(day)
 		return ctrl.Result{}, nil
 	}
-	entries := make([]Entry, len(l.Spec.Entries))
+	entries := make([]releaselog.Entry, len(l.Spec.Entries))
 	for i := range l.Spec.Entries {
-		entries[i] = entryFromAPI(&l.Spec.Entries[i])
+		entries[i] = releaselog.EntryFromAPI(&l.Spec.Entries[i])
 	}
 	p.store.Set(day, entries)
 	// Readers stop seeing the day at its expiry even where no leader deletes it.
-	return ctrl.Result{RequeueAfter: RequeueAfter(start, now, p.ttl)}, nil
+	return ctrl.Result{RequeueAfter: releaselog.RequeueAfter(start, now, p.ttl)}, nil
 }
 
 // inNamespace keeps the events of objects in namespace.
@@ -182,15 +168,18 @@ func inNamespace(namespace string) predicate.Predicate {
 // SetupWithManager registers the release log's controllers with mgr: the projection into
 // opts.Store (on every replica), and, on the leader, the expiry and status of the days and the
 // automatic entries of accepted and rejected payloads.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+func SetupWithManager(mgr ctrl.Manager, opts releaselog.Options) error {
 	opts = opts.WithDefaults("")
 	if opts.Store == nil {
-		opts.Store = NewStore()
+		opts.Store = releaselog.NewStore()
 	}
 	if err := SetupStoreWithManager(mgr, opts); err != nil {
 		return err
 	}
 	days := &Reconciler{Client: mgr.GetClient(), TTL: opts.TTL, Clock: opts.Clock}
+	// A busy day's count may wait statusAppends spacings of a megabyte's write; long after
+	// that, the spacing no longer matters.
+	days.written.Keep = time.Minute
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("releaselog").
 		For(&v1alpha1.ReleaseLog{}, builder.WithPredicates(inNamespace(opts.Namespace))).
@@ -198,8 +187,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("setting up the release log controller: %w", err)
 	}
 	payloads := &payloadLogger{
-		Reader: mgr.GetClient(), writer: NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts), store: opts.Store,
-		recorder: mgr.GetEventRecorder(ControllerOrigin),
+		Reader: mgr.GetClient(), writer: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts), store: opts.Store,
+		report: eventlog.Recorder{Events: mgr.GetEventRecorder(eventlog.Reporter)},
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("releaselog-payloads").
@@ -213,7 +202,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 
 // SetupStoreWithManager registers only the projection of the log into opts.Store (which must
 // be set), for processes that serve reads without running the controllers.
-func SetupStoreWithManager(mgr ctrl.Manager, opts Options) error {
+func SetupStoreWithManager(mgr ctrl.Manager, opts releaselog.Options) error {
 	opts = opts.WithDefaults("")
 	if opts.Store == nil {
 		return fmt.Errorf("the release log projection needs a store")

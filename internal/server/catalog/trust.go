@@ -1,0 +1,56 @@
+package catalog
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+// Trust is what the audit and the signing controller said of an accepted payload, as the
+// pages, REST and MCP show it.
+type Trust struct {
+	// Audit is the PayloadAudited condition's reason (AuditPassed, AuditFailed, AuditError),
+	// empty before the audit; AuditMessage its message.
+	Audit, AuditMessage string
+	// Signed: signature-<SignatureIndex> of the payload's digest, made with the key KeyID, is in
+	// the signature store, served at SignaturePath.
+	Signed         bool
+	KeyID          string
+	SignatureIndex int
+	SignaturePath  string
+	// SignedMessage is the PayloadSigned condition's message, signed or not ("" before signing).
+	SignedMessage string
+}
+
+// Trust reads the payload's audit and signature from its conditions.
+func (e Entry) Trust() Trust {
+	var t Trust
+	conds := e.Payload.Status.Conditions
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionPayloadAudited); c != nil {
+		t.Audit, t.AuditMessage = c.Reason, c.Message
+	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionPayloadSigned); c != nil {
+		t.SignedMessage = c.Message
+		if c.Status == metav1.ConditionTrue {
+			if key, n, ok := v1alpha1.ParseSignedMessage(c.Message); ok {
+				t.Signed, t.KeyID, t.SignatureIndex = true, key, n
+				t.SignaturePath = SignaturePath(e.Payload.Status.PayloadImage, n)
+			}
+		}
+	}
+	return t
+}
+
+// SignaturePath is where the HTTP server serves signature-<n> of the image pullSpec (by
+// digest): /signatures/sha256=<hex>/signature-<n>; empty for a pull spec without a digest.
+func SignaturePath(pullSpec string, n int) string {
+	_, digest, ok := strings.Cut(pullSpec, "@")
+	if !ok || !strings.HasPrefix(digest, "sha256:") {
+		return ""
+	}
+	return fmt.Sprintf("/signatures/%s/signature-%d", strings.Replace(digest, ":", "=", 1), n)
+}

@@ -1,0 +1,97 @@
+package stream
+
+// Step 8 of a pass: retention deletes old payloads, their jobs and optionally their images.
+
+import (
+	"context"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcontract"
+	"github.com/release-controller/release-controller/internal/registryclient"
+)
+
+// collect deletes what the retention rules no longer keep: payloads (and their images, when
+// asked), finished jobs after their TTL, and jobs whose payload is gone.
+func (s *streamSync) collect(ctx context.Context) {
+	collected := map[string]bool{}
+	for _, p := range Collect(s.stream.Spec.Retention, s.payloads, s.now) {
+		if s.stream.Spec.Retention.DeleteImages {
+			if err := s.r.Registry.Delete(ctx, p.Spec.PayloadCreationConfig.Repository+":"+p.Name); err != nil && !registryclient.IsNotFound(err) {
+				s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting the image of "+p.Name, err)
+				continue
+			}
+		}
+		if err := s.r.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting payload "+p.Name, err)
+			continue
+		}
+		collected[p.Name] = true
+		s.r.report.Eventf(ctx, s.stream, nil, v1alpha1.EventPayloadCollected, "Collect", "deleted payload %s (%s): the retention rules no longer keep it", p.Name, p.Status.Phase)
+	}
+	remaining := s.payloads[:0:0]
+	for _, p := range s.payloads {
+		if !collected[p.Name] {
+			remaining = append(remaining, p)
+		}
+	}
+	s.payloads = remaining
+
+	records, err := s.r.Jobs.ByStream(ctx, s.stream.Namespace, s.stream.Name)
+	if err != nil {
+		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "listing jobs", err)
+		return
+	}
+	jobs := jobsOfRecords(records)
+	existing := map[string]*v1alpha1.ReleasePayload{}
+	for i := range s.payloads {
+		existing[jobcontract.PayloadKey(s.payloads[i].Namespace, s.payloads[i].Name)] = &s.payloads[i]
+	}
+	for i := range jobs.infos {
+		j := &jobs.infos[i]
+		j.Recorded = recorded(existing[j.PayloadKey], j)
+	}
+	var ttl *time.Duration
+	if s.stream.Spec.Retention.CompletedJobTTL != nil {
+		ttl = &s.stream.Spec.Retention.CompletedJobTTL.Duration
+	}
+	// The index keys jobs by their payload's namespace (ProwJobs elsewhere carry it in a
+	// label), so every job listed belongs to a payload of this stream.
+	toDelete, next := JobsToCollect(jobs.infos, func(key string) bool { return existing[key] != nil }, ttl, s.now)
+	s.requeue(next)
+	background := metav1.DeletePropagationBackground
+	for _, j := range toDelete {
+		var obj client.Object = &batchv1.Job{}
+		if j.Kind == "ProwJob" {
+			obj = &prowv1.ProwJob{}
+		}
+		obj.SetNamespace(j.Namespace)
+		obj.SetName(j.Name)
+		if err := s.r.Delete(ctx, obj, &client.DeleteOptions{PropagationPolicy: &background}); client.IgnoreNotFound(err) != nil {
+			s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting job "+j.Name, err)
+		}
+	}
+}
+
+// recorded reports whether the payload's status holds the finished job's result.
+func recorded(p *v1alpha1.ReleasePayload, j *JobInfo) bool {
+	if p == nil {
+		return false
+	}
+	if p.Status.ReleaseCreationJobResult.Name == j.Name {
+		return p.Status.ReleaseCreationJobResult.Status != v1alpha1.CreationJobUnknown
+	}
+	for _, v := range p.Status.Verifications {
+		for _, r := range v.Runs {
+			if r.Name == j.Name && r.Namespace == j.Namespace {
+				return r.State.IsTerminal()
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,70 @@
+package stream
+
+// Step 1 of a pass, import: resolve the components followed by tag to digests.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/conditions"
+)
+
+// importComponents resolves the components followed by tag, when their interval or backoff has
+// passed, and returns every component pinned by digest; resolved is false while any is not.
+// Components that begin to fail (or fail differently) are reported in one Warning Event.
+func (s *streamSync) importComponents(ctx context.Context) (pinned []v1alpha1.PinnedComponent, resolved bool) {
+	interval := s.r.ImportInterval
+	previous := map[string]v1alpha1.ComponentStatus{}
+	for _, c := range s.stream.Status.Components {
+		previous[c.Name] = c
+	}
+	key := types.NamespacedName{Namespace: s.stream.Namespace, Name: s.stream.Name}
+	// A changed spec resolves every component again. The generation last imported is kept in
+	// memory (as the import times are), not taken from observedGeneration, which a failed pass
+	// does not move.
+	specChanged := s.r.imports.generation(key) != s.stream.Generation
+	statuses := make([]v1alpha1.ComponentStatus, 0, len(s.stream.Spec.Components))
+	var newErrors []string
+	resolved = true
+	for _, c := range s.stream.Spec.Components {
+		st := previous[c.Name]
+		st.Name = c.Name
+		due, wait := ImportDue(st, s.r.imports.get(key, c.Name), specChanged, s.now, interval)
+		if due {
+			digestRef, err := s.r.Registry.Resolve(ctx, c.Image)
+			s.r.imports.set(key, c.Name, s.now)
+			if err != nil {
+				importErrors.WithLabelValues(s.stream.Namespace, s.stream.Name).Inc()
+				err = errors.New(conditions.Truncate(err.Error(), conditions.MaxErrorLength))
+			}
+			before := st.Error
+			st = ImportResult(st, digestRef, err, s.now)
+			wait = interval
+			if err != nil {
+				wait = ImportBackoff(st.Failures)
+				if st.Error != before {
+					newErrors = append(newErrors, fmt.Sprintf("%s (%s)", c.Name, st.Error))
+				}
+			}
+		}
+		s.requeue(wait)
+		if st.Error != "" || st.Image == "" {
+			resolved = false
+		} else {
+			pinned = append(pinned, v1alpha1.PinnedComponent{Name: c.Name, Image: st.Image, Source: c.Image})
+		}
+		statuses = append(statuses, st)
+	}
+	s.r.imports.setGeneration(key, s.stream.Generation)
+	s.pass.Components = statuses
+	if len(newErrors) > 0 {
+		s.r.report.Warningf(ctx, s.stream, nil, v1alpha1.EventImportFailed, "Import",
+			"%d of %d components did not resolve; retrying with backoff: %s", len(newErrors), len(statuses), strings.Join(newErrors, "; "))
+	}
+	return pinned, resolved
+}

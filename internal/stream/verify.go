@@ -1,0 +1,174 @@
+package stream
+
+// Step 5 of a pass: launch the verification runs that are due.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcache"
+	"github.com/release-controller/release-controller/internal/jobcontract"
+	"github.com/release-controller/release-controller/internal/verify"
+)
+
+// verify launches the payload's due verification runs.
+func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, accepted []verify.UpgradeSource) {
+	backoff := s.r.RetryBackoff
+	if backoff.Base == 0 {
+		backoff = verify.DefaultBackoff
+	}
+	plan := verify.PlanRuns(p, s.now, backoff, accepted)
+	s.requeue(plan.RequeueAfter)
+	if len(plan.Skipped) > 0 {
+		skipped := p.SkippedUpgrades()
+		for _, name := range plan.Skipped {
+			skipped[name] = true
+		}
+		patch := client.MergeFrom(p.DeepCopy())
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AnnotationUpgradeSkipped, joinSet(skipped))
+		if err := s.r.Patch(ctx, p, patch); err != nil {
+			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "recording skipped upgrades of "+p.Name, err)
+		}
+	}
+	if len(plan.Launches) == 0 {
+		return
+	}
+	jobs, err := s.jobsOf(ctx, p)
+	if err != nil {
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "listing the jobs of "+p.Name, err)
+		return
+	}
+	// Runs launched already that the payload controller has not recorded yet are left out.
+	launches := slices.DeleteFunc(plan.Launches, func(l verify.Launch) bool {
+		return jobs.names[jobcontract.RunName(p.Name, l.Verification.Name, l.Attempt)]
+	})
+	if len(launches) == 0 {
+		return
+	}
+	templates, err := s.verificationTemplates(ctx, p)
+	if err != nil {
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "reading the verifications of "+p.Name, err)
+		return
+	}
+	for _, l := range launches {
+		l.Verification = templates[l.Verification.Name]
+		name := jobcontract.RunName(p.Name, l.Verification.Name, l.Attempt)
+		created, err := s.launch(ctx, p, l)
+		switch {
+		case err != nil:
+			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", fmt.Sprintf("launching %s of %s", name, p.Name), err)
+		case created:
+			s.reportLaunch(ctx, p, l, name)
+		}
+	}
+}
+
+// reportLaunch reports a launched run: its verification started, or was retried.
+func (s *streamSync) reportLaunch(ctx context.Context, p *v1alpha1.ReleasePayload, l verify.Launch, name string) {
+	from := ""
+	if l.UpgradeFrom != "" {
+		from = ", upgrading from " + l.UpgradeFrom
+	}
+	switch v := l.Verification; {
+	case v.Aggregation != nil:
+		s.r.report.Eventf(ctx, p, nil, v1alpha1.EventVerificationStarted, "Verify",
+			"started %s: run %d of %d of the aggregated verification %s%s", name, l.Attempt, v.Aggregation.Runs, v.Name, from)
+	case l.Attempt == 1:
+		s.r.report.Eventf(ctx, p, nil, v1alpha1.EventVerificationStarted, "Verify", "started %s: verification %s%s", name, v.Name, from)
+	default:
+		s.r.report.Eventf(ctx, p, nil, v1alpha1.EventVerificationRetried, "Verify",
+			"retrying verification %s: started %s, attempt %d of %d%s", v.Name, name, l.Attempt, v.MaxRetries+1, from)
+	}
+}
+
+// verificationTemplates reads the payload's verifications with their job templates from the
+// API server (the cache leaves the templates out), by name.
+func (s *streamSync) verificationTemplates(ctx context.Context, p *v1alpha1.ReleasePayload) (map[string]v1alpha1.Verification, error) {
+	reader := s.r.APIReader
+	if reader == nil {
+		reader = s.r.Client
+	}
+	var full v1alpha1.ReleasePayload
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(p), &full); err != nil {
+		return nil, err
+	}
+	byName := make(map[string]v1alpha1.Verification, len(full.Spec.PayloadVerificationConfig.Verifications))
+	for _, v := range full.Spec.PayloadVerificationConfig.Verifications {
+		byName[v.Name] = v
+	}
+	return byName, nil
+}
+
+// launch creates the run's Job or ProwJob; created is false when it existed already.
+func (s *streamSync) launch(ctx context.Context, p *v1alpha1.ReleasePayload, l verify.Launch) (created bool, err error) {
+	if l.Verification.ProwJob != nil {
+		if !s.r.WatchProwJobs {
+			return false, fmt.Errorf("verification %s uses a ProwJob, but this cluster does not serve prow.k8s.io/v1 ProwJobs", l.Verification.Name)
+		}
+		pj, err := verify.NewProwJob(p, l)
+		if err != nil {
+			return false, err
+		}
+		if !s.r.Jobs.Watches(v1alpha1.RunKindProwJob, pj.Namespace) {
+			// Created there, it would never be seen again: its payload would wait forever.
+			return false, fmt.Errorf("verification %s creates ProwJobs in namespace %s, which this controller does not watch: add it to --prowjob-namespace", l.Verification.Name, pj.Namespace)
+		}
+		if err := s.r.Create(ctx, pj); err != nil {
+			return false, client.IgnoreAlreadyExists(err)
+		}
+		if pj.Status.State == "" {
+			// The status subresource drops status on create; Prow expects new jobs triggered.
+			pj.Status = verify.TriggeredStatus(metav1.NewTime(s.now))
+			return true, s.r.Status().Update(ctx, pj)
+		}
+		return true, nil
+	}
+	job, err := verify.NewJob(p, l)
+	if err != nil {
+		return false, err
+	}
+	jobcontract.WithRegistryAuth(&job.Spec.Template.Spec, s.r.RegistryAuthSecret)
+	if err := s.r.Create(ctx, job); err != nil {
+		return false, client.IgnoreAlreadyExists(err)
+	}
+	return true, nil
+}
+
+// payloadJobs are the jobs of one payload or stream, from the job cache.
+type payloadJobs struct {
+	creation int
+	names    map[string]bool
+	infos    []JobInfo
+}
+
+func (s *streamSync) jobsOf(ctx context.Context, p *v1alpha1.ReleasePayload) (payloadJobs, error) {
+	records, err := s.r.Jobs.ByPayload(ctx, p.Namespace, p.Name)
+	return jobsOfRecords(records), err
+}
+
+func jobsOfRecords(records []*jobcache.Record) payloadJobs {
+	jobs := payloadJobs{names: make(map[string]bool, len(records)), infos: make([]JobInfo, 0, len(records))}
+	for _, r := range records {
+		jobs.names[r.Name] = true
+		if r.Kind == v1alpha1.RunKindJob && r.JobType == v1alpha1.JobTypeCreation {
+			jobs.creation++
+		}
+		jobs.infos = append(jobs.infos, JobInfo{Kind: string(r.Kind), Namespace: r.Namespace, Name: r.Name, PayloadKey: r.PayloadKey, FinishedAt: r.FinishedAt()})
+	}
+	return jobs
+}
+
+func acceptedSources(payloads []v1alpha1.ReleasePayload) []verify.UpgradeSource {
+	var sources []verify.UpgradeSource
+	for i := range payloads {
+		if payloads[i].Status.Phase == v1alpha1.PhaseAccepted && payloads[i].Status.PayloadImage != "" {
+			sources = append(sources, verify.UpgradeSource{Tag: payloads[i].Name, Image: payloads[i].Status.PayloadImage})
+		}
+	}
+	return sources
+}
