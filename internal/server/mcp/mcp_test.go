@@ -345,12 +345,18 @@ func filledCatalog() *catalog.Catalog {
 			{Kind: v1alpha1.RunKindProwJob, Namespace: "ci", Name: "abc", Attempt: 1, State: v1alpha1.JobSuccess, UpgradeFrom: "4.18.1", URL: "https://prow.example.com/abc"},
 		}},
 	}
+	// 4.17.9 was audited and signed.
+	signed := newPayload("ocp", "4.17", "4.17.9", v1alpha1.PhaseAccepted)
+	signed.Status.PayloadImage = "registry.example.com/ocp/release@sha256:" + strings.Repeat("c", 64)
+	signed.Status.Conditions = append(signed.Status.Conditions,
+		metav1.Condition{Type: v1alpha1.ConditionPayloadAudited, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAuditPassed, Message: "4 checks passed"},
+		metav1.Condition{Type: v1alpha1.ConditionPayloadSigned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSigned, Message: v1alpha1.SignedMessage("0123456789ABCDEF", 1)})
 	for _, p := range []*v1alpha1.ReleasePayload{
 		newPayload("ocp", "4.18", "4.18.0-rc.0", v1alpha1.PhaseAccepted),
 		newPayload("ocp", "4.18", "4.18.1", v1alpha1.PhaseAccepted),
 		rejected,
 		newPayload("ocp", "4.18", "4.18.3", v1alpha1.PhasePending),
-		newPayload("ocp", "4.17", "4.17.9", v1alpha1.PhaseAccepted),
+		signed,
 		newPayload("okd", "4.18", "4.18.0-rc.0", v1alpha1.PhaseFailed),
 	} {
 		c.SetPayload(p)
@@ -462,6 +468,16 @@ func TestLatestAndGetPayload(t *testing.T) {
 		if !strings.Contains(text, line) {
 			t.Errorf("get_payload text lacks %q:\n%s", line, text)
 		}
+	}
+
+	// An audited and signed payload says so, with its signature's key and URL.
+	text, isError = call(t, session, mcp.ToolGetPayload, map[string]any{"tag": "4.17.9"}, &p)
+	wantSig := &mcp.Signature{KeyID: "0123456789ABCDEF", URL: "/signatures/sha256=" + strings.Repeat("c", 64) + "/signature-1"}
+	if isError || p.Audit == nil || p.Audit.Result != v1alpha1.ReasonAuditPassed || !reflect.DeepEqual(p.Signature, wantSig) {
+		t.Errorf("get_payload of a signed payload: audit %+v, signature %+v, want %+v: %s", p.Audit, p.Signature, wantSig, text)
+	}
+	if !strings.Contains(text, "Signature: by key 0123456789ABCDEF, at "+wantSig.URL+"\n") {
+		t.Errorf("get_payload text lacks the signature:\n%s", text)
 	}
 
 	// The tag in two namespaces: the namespace, or the stream with its namespace, picks one.

@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/changelog"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/osrc"
 )
 
@@ -486,4 +489,57 @@ func TestReleaseInfoChangeLog(t *testing.T) {
 			t.Errorf("computed %d times, want once", n)
 		}
 	})
+}
+
+// TestReleaseInfoAuditAndSignature: an audited and signed payload's release info says so, with
+// the signature's key and path; a payload not audited yet has neither field.
+func TestReleaseInfoAuditAndSignature(t *testing.T) {
+	cat := catalog.New()
+	s := newStream("ns", "trusted", "1.0.0", "registry.example/ns/release")
+	cat.SetStream(s)
+	p := newPayload(s, "1.0.0-1", v1alpha1.PhaseAccepted)
+	p.Status.PayloadImage = "registry.example/ns/release@" + digest3
+	p.Status.Conditions = []metav1.Condition{
+		{Type: v1alpha1.ConditionPayloadAudited, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAuditPassed, Message: "4 checks passed"},
+		{Type: v1alpha1.ConditionPayloadSigned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSigned, Message: v1alpha1.SignedMessage("0123456789ABCDEF", 1)},
+	}
+	cat.SetPayload(p)
+	cat.SetPayload(newPayload(s, "1.0.0-2", v1alpha1.PhaseAccepted))
+	base := serve(t, cat, osrc.Options{})
+
+	var info struct {
+		Audit     *struct{ Result, Message string }
+		Signature *struct {
+			KeyID string `json:"keyID"`
+			URL   string `json:"url"`
+		}
+	}
+	getJSON(t, base+"/api/v1/releasestream/trusted/release/1.0.0-1", &info)
+	if info.Audit == nil || info.Audit.Result != v1alpha1.ReasonAuditPassed || info.Audit.Message != "4 checks passed" {
+		t.Errorf("audit = %+v", info.Audit)
+	}
+	wantURL := "/signatures/sha256=" + strings.TrimPrefix(digest3, "sha256:") + "/signature-1"
+	if info.Signature == nil || info.Signature.KeyID != "0123456789ABCDEF" || info.Signature.URL != wantURL {
+		t.Errorf("signature = %+v, want key 0123456789ABCDEF at %s", info.Signature, wantURL)
+	}
+	info.Audit, info.Signature = nil, nil
+	getJSON(t, base+"/api/v1/releasestream/trusted/release/1.0.0-2", &info)
+	if info.Audit != nil || info.Signature != nil {
+		t.Errorf("a payload not audited yet: audit %+v, signature %+v", info.Audit, info.Signature)
+	}
+}
+
+func getJSON(t *testing.T, url string, into any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
+		t.Fatal(err)
+	}
 }
