@@ -381,6 +381,9 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ReleasePayload
 	if equality.Semantic.DeepEqual(*status, p.Status) {
 		return nil
 	}
+	if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterAudit, &p.Status, status); len(foreign) > 0 {
+		return fmt.Errorf("the audit's status changes fields it does not own: %v", foreign)
+	}
 	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	p.Status = *status
 	return client.IgnoreNotFound(r.Status().Patch(ctx, p, patch))

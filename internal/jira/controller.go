@@ -180,6 +180,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !conditions.Set(&p.Status.Conditions, cond) {
 		return ctrl.Result{}, retry
 	}
+	if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterJira, &old.Status, &p.Status); len(foreign) > 0 {
+		return ctrl.Result{}, fmt.Errorf("the Jira controller's status changes fields it does not own: %v", foreign)
+	}
 	// The optimistic lock keeps a write based on a stale cache from dropping another
 	// controller's condition (the merge patch replaces the whole list).
 	patch := client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})

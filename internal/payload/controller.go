@@ -98,6 +98,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if equality.Semantic.DeepEqual(status, payload.Status) {
 		return ctrl.Result{}, nil
 	}
+	if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterPayload, &payload.Status, &status); len(foreign) > 0 {
+		err := fmt.Errorf("the computed status changes fields the payload controller does not own: %v", foreign)
+		r.report.Fail(ctx, &payload, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the status", err)
+		return ctrl.Result{}, err
+	}
 	// The optimistic lock makes a write based on a stale cache fail and retry, so a run
 	// recorded by an earlier write is never dropped.
 	old := payload.DeepCopy()

@@ -421,3 +421,27 @@ func TestComputeStatusBoundsMessages(t *testing.T) {
 		t.Errorf("failed build: phase %s, conditions %v", status.Phase, status.Conditions)
 	}
 }
+
+// TestComputeStatusKeepsToItsOwnFields: the payload controller's status leaves the fields of
+// the other writers (the audit's and Jira's conditions, the stream's payloadImage) as they are,
+// whatever its verdict does.
+func TestComputeStatusKeepsToItsOwnFields(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC))
+	build := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "build"}}
+	jobstatus.Succeeded(&build, now)
+	p := &v1alpha1.ReleasePayload{}
+	p.Spec.PayloadVerificationConfig.Verifications = []v1alpha1.Verification{{Name: "e2e"}}
+	p.Status = ComputeStatus(p, Observations{CreationJobs: []batchv1.Job{build}, Runs: []ObservedRun{{Verification: "e2e", Run: run(1, v1alpha1.JobSuccess)}}}, now)
+	p.Status.PayloadImage = "registry.example.com/r@sha256:" + strings.Repeat("a", 64)
+	p.Status.Conditions = append(p.Status.Conditions,
+		metav1.Condition{Type: v1alpha1.ConditionPayloadAudited, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAuditPassed},
+		metav1.Condition{Type: v1alpha1.ConditionPayloadSigned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSigned},
+		metav1.Condition{Type: v1alpha1.ConditionPayloadIssuesVerified, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonIssuesNotVerified})
+	for _, override := range []*v1alpha1.PayloadOverride{nil, {Override: v1alpha1.OverrideRejected, Reason: "bad"}} {
+		p.Spec.PayloadOverride = override
+		after := ComputeStatus(p, Observations{CreationJobs: []batchv1.Job{build}, Runs: []ObservedRun{{Verification: "e2e", Run: run(1, v1alpha1.JobSuccess)}}}, now)
+		if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterPayload, &p.Status, &after); len(foreign) > 0 {
+			t.Errorf("override %v: the payload controller changes %v", override, foreign)
+		}
+	}
+}

@@ -5,6 +5,7 @@ package stream
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,8 +57,13 @@ func (s *streamSync) recordImage(ctx context.Context, p *v1alpha1.ReleasePayload
 		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "resolving the image of "+p.Name, err)
 		return
 	}
-	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	before := p.DeepCopy()
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	p.Status.PayloadImage = ref
+	if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterStream, &before.Status, &p.Status); len(foreign) > 0 {
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "recording the image of "+p.Name, fmt.Errorf("the change touches fields the stream controller does not own: %v", foreign))
+		return
+	}
 	if err := s.r.Status().Patch(ctx, p, patch); err != nil {
 		if apierrors.IsConflict(err) {
 			s.requeue(time.Second) // the cache is behind the payload controller's write
