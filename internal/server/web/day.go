@@ -1,11 +1,8 @@
 package web
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"html/template"
-	"strings"
 	"time"
 
 	"github.com/release-controller/release-controller/internal/releaselog"
@@ -106,23 +103,13 @@ func (p *pages) dayView(day string) (dayView, error) {
 	}
 
 	v := dayView{Day: day, Label: label, Summary: summary}
-	if v.Nav, err = renderFragment("nav", navData{Day: day, Previous: previous, Next: next, Latest: latest}); err != nil {
+	if v.Nav, err = part("day-nav", navData{Day: day, Previous: previous, Next: next, Latest: latest}); err != nil {
 		return dayView{}, err
 	}
-	if v.Entries, err = renderFragment("entries", entriesData{Label: label, Summary: summary, Rows: rows}); err != nil {
+	if v.Entries, err = part("day-entries", entriesData{Label: label, Summary: summary, Rows: rows}); err != nil {
 		return dayView{}, err
 	}
 	return v, nil
-}
-
-func renderFragment(name string, data any) (fragment, error) {
-	var b strings.Builder
-	if err := templates.ExecuteTemplate(&b, name, data); err != nil {
-		return fragment{}, fmt.Errorf("rendering %s: %w", name, err)
-	}
-	sum := sha256.Sum256([]byte(b.String()))
-	// The HTML comes from html/template, which escaped every value in it.
-	return fragment{HTML: template.HTML(b.String()), Version: hex.EncodeToString(sum[:8])}, nil
 }
 
 func plural(n int, noun string) string {

@@ -122,10 +122,34 @@ func buildGraph(s *catalog.Stream) upgradeGraph {
 	return g
 }
 
-var xmlEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;", "'", "&apos;")
+// graphSVG is the drawing of an upgradeGraph, its geometry computed here and its markup
+// written by the template graph-svg (stream.html), which escapes every value.
+type graphSVG struct {
+	Title         string
+	Width, Height int
+	Markers       []svgMarker
+	Edges         []svgEdge
+	Nodes         []svgNode
+	Radius        int
+	Text, Muted   string
+}
 
-// svg draws the graph as a standalone SVG document (it is also embedded in the page).
-func (g upgradeGraph) svg() string {
+type svgMarker struct{ ID, Color string }
+
+type svgEdge struct {
+	Class, Path, Color, Marker string
+	From, To, Title, Link      string
+}
+
+type svgNode struct {
+	Tag, Phase, Link, Color string
+	X, Y, LabelX, TextY     int
+	Collected               bool
+}
+
+// drawing lays the graph out: one row per payload, newest on top, and an arc per upgrade,
+// deeper the more rows it spans.
+func (g upgradeGraph) drawing() graphSVG {
 	depth := func(e graphEdge) int {
 		span := e.from - e.to
 		if span < 0 {
@@ -139,55 +163,47 @@ func (g upgradeGraph) svg() string {
 	}
 	nodeX := graphMargin + maxDepth
 	labelX := nodeX + graphRadius + 8
-	width := labelX + graphLabels
-	height := 2*graphMargin + graphRowHeight*max(len(g.nodes)-1, 0) + 2*graphRadius
-	y := func(i int) int { return graphMargin + graphRadius + i*graphRowHeight }
-	esc := xmlEscaper.Replace
-
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" class="upgrade-graph" role="img" aria-labelledby="graph-title" width="%d" height="%d" viewBox="0 0 %d %d" font-family="system-ui, sans-serif" font-size="13">`, width, height, width, height)
-	fmt.Fprintf(&b, `<title id="graph-title">%s: %s, %s</title>`, esc(g.title), plural(len(g.nodes), "payload"), plural(len(g.edges), "upgrade"))
-	b.WriteString(`<defs>`)
-	for _, c := range []string{colorSuccess, colorFailure, colorPending} {
-		fmt.Fprintf(&b, `<marker id="arrow-%s" viewBox="0 0 8 8" refX="8" refY="4" markerUnits="userSpaceOnUse" markerWidth="8" markerHeight="8" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="%s"/></marker>`, c[1:], c)
+	d := graphSVG{
+		Title:  fmt.Sprintf("%s: %s, %s", g.title, plural(len(g.nodes), "payload"), plural(len(g.edges), "upgrade")),
+		Width:  labelX + graphLabels,
+		Height: 2*graphMargin + graphRowHeight*max(len(g.nodes)-1, 0) + 2*graphRadius,
+		Radius: graphRadius, Text: colorText, Muted: colorMuted,
 	}
-	b.WriteString(`</defs>`)
-
-	// Arcs first, so the payloads' dots sit on top of them.
-	b.WriteString(`<g class="edges" fill="none" stroke-width="2">`)
+	for _, c := range []string{colorSuccess, colorFailure, colorPending} {
+		d.Markers = append(d.Markers, svgMarker{ID: "arrow-" + c[1:], Color: c})
+	}
+	y := func(i int) int { return graphMargin + graphRadius + i*graphRowHeight }
 	for _, e := range g.edges {
 		color := upgradeColor(e.upgrade)
-		y1, y2, d := y(e.from), y(e.to), depth(e)
+		y1, y2, dep := y(e.from), y(e.to), depth(e)
 		x := nodeX - graphRadius - 2
 		class, _, _ := result(e.upgrade)
 		title := fmt.Sprintf("%s → %s: %d/%d succeeded", e.upgrade.From, e.upgrade.To, e.upgrade.Success, e.upgrade.Total)
 		if e.upgrade.Pending > 0 {
 			title += fmt.Sprintf(", %d pending", e.upgrade.Pending)
 		}
-		path := fmt.Sprintf(`<path class="edge %s" d="M%d,%d C%d,%d %d,%d %d,%d" stroke="%s" marker-end="url(#arrow-%s)" data-from="%s" data-to="%s"/>`,
-			class, x, y1, nodeX-d, y1, nodeX-d, y2, x, y2, color, color[1:], esc(e.upgrade.From), esc(e.upgrade.To))
-		if e.link != "" {
-			fmt.Fprintf(&b, `<a href="%s"><title>%s</title>%s</a>`, esc(e.link), esc(title), path)
-		} else {
-			fmt.Fprintf(&b, `<g><title>%s</title>%s</g>`, esc(title), path)
-		}
+		d.Edges = append(d.Edges, svgEdge{
+			Class: "edge " + class, Path: fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x, y1, nodeX-dep, y1, nodeX-dep, y2, x, y2),
+			Color: color, Marker: "url(#arrow-" + color[1:] + ")", From: e.upgrade.From, To: e.upgrade.To, Title: title, Link: e.link,
+		})
 	}
-	b.WriteString(`</g>`)
-
-	b.WriteString(`<g class="nodes">`)
 	for i, n := range g.nodes {
-		cy := y(i)
-		if n.Phase == "" {
-			fmt.Fprintf(&b, `<g class="node collected" data-tag="%s"><title>%s: collected</title><circle cx="%d" cy="%d" r="%d" fill="#ffffff" stroke="%s" stroke-dasharray="2 2"/><text x="%d" y="%d" fill="%s">%s <tspan fill="%s">collected</tspan></text></g>`,
-				esc(n.Tag), esc(n.Tag), nodeX, cy, graphRadius, colorMuted, labelX, cy+4, colorText, esc(n.Tag), colorMuted)
-			continue
+		node := svgNode{Tag: n.Tag, Phase: n.Phase, Link: n.Link, X: nodeX, Y: y(i), LabelX: labelX, TextY: y(i) + 4, Collected: n.Phase == ""}
+		if !node.Collected {
+			node.Color = phaseColors[n.Phase]
 		}
-		color := phaseColors[n.Phase]
-		fmt.Fprintf(&b, `<a class="node" href="%s" data-tag="%s"><title>%s: %s</title><circle cx="%d" cy="%d" r="%d" fill="%s"/><text x="%d" y="%d" fill="%s">%s <tspan fill="%s">%s</tspan></text></a>`,
-			esc(n.Link), esc(n.Tag), esc(n.Tag), esc(n.Phase), nodeX, cy, graphRadius, color, labelX, cy+4, colorText, esc(n.Tag), colorMuted, esc(n.Phase))
+		d.Nodes = append(d.Nodes, node)
 	}
-	b.WriteString(`</g></svg>`)
-	return b.String()
+	return d
+}
+
+// svg renders the drawing: the markup of an <svg> element, standalone or in the page.
+func (g upgradeGraph) svg() (template.HTML, error) {
+	var b strings.Builder
+	if err := pageTemplates.ExecuteTemplate(&b, "graph-svg", g.drawing()); err != nil {
+		return "", err
+	}
+	return template.HTML(b.String()), nil //nolint:gosec // html/template wrote and escaped it
 }
 
 // graphPage is the page of a stream's upgrade graph.
@@ -218,9 +234,17 @@ func (p *site) graphPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g := buildGraph(s)
+	var svg template.HTML
+	if len(g.nodes) > 0 || format == "svg" {
+		var err error
+		if svg, err = g.svg(); err != nil {
+			http.Error(w, "drawing the graph: "+err.Error(), http.StatusInternalServerError)
+			return
+		}
+	}
 	if format == "svg" {
 		w.Header().Set("Content-Type", "image/svg+xml")
-		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + g.svg() + "\n"))
+		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="UTF-8"?>` + "\n" + string(svg) + "\n"))
 		return
 	}
 	base := streamPath(s.Namespace, s.Name)
@@ -233,8 +257,7 @@ func (p *site) graphPage(w http.ResponseWriter, r *http.Request) {
 	case len(g.nodes) == 0:
 		page.Empty = EmptyStream
 	default:
-		// The SVG escapes every value it holds.
-		page.SVG = template.HTML(g.svg())
+		page.SVG = svg
 		if len(g.edges) == 0 {
 			page.Empty = "No upgrades into this stream’s payloads were tested yet."
 		}

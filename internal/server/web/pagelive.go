@@ -34,6 +34,8 @@ type livePart struct {
 	ID      string `json:"id"`
 	HTML    string `json:"html"`
 	Version string `json:"version"`
+	// Announce is what screen readers are told when the part changes; empty: "Updated".
+	Announce string `json:"announce,omitempty"`
 }
 
 type liveUpdate struct {
@@ -133,14 +135,23 @@ func (p *site) events(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), code)
 		return
 	}
-	rc, ok := startEventStream(w, r)
-	if !ok {
-		return
-	}
 	// The pipeline views follow the pipelines' changes, the others the streams'.
 	changedOf := p.cat.Changed
 	if v := r.URL.Query().Get("view"); v == "pipelines" || v == "pipeline" {
 		changedOf = p.cat.PipelinesChanged
+	}
+	serveLive(w, r, changedOf, view)
+}
+
+// serveLive is every page's event stream: it sends view's parts as PageUpdateEvent events, at
+// once and then whenever changedOf's channel closes and a part's HTML differs from what was
+// sent, and PageGoneEvent when view says its object is gone. Changes that come in a burst are
+// sent together (liveInterval). It returns when the request's context ends (the client left,
+// or the server shuts down).
+func serveLive(w http.ResponseWriter, r *http.Request, changedOf func() <-chan struct{}, view liveView) {
+	rc, ok := startEventStream(w, r)
+	if !ok {
+		return
 	}
 	tick := time.NewTicker(keepAlive)
 	defer tick.Stop()

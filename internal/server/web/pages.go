@@ -164,6 +164,8 @@ type pageBase struct {
 	Crumbs []link
 	// Events is the URL of the page's live updates; empty for a page without them.
 	Events string
+	// TypeColors links the stylesheet of the release log's entry types (the Releases page).
+	TypeColors bool
 }
 
 // errorPage explains a request the pages cannot answer.

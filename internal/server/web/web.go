@@ -1,8 +1,10 @@
 // Package web serves the server-rendered pages: the Releases page, one day of the release
-// log with day navigation and live updates over server-sent events (Register), and the pages
-// of streams and payloads read from the catalog (RegisterPages, pages.go). Pages are
-// html/template; the stylesheets and the small scripts are embedded, so the binary serves
-// everything itself and the pages work without JavaScript.
+// log with day navigation (Register), and the pages of streams, payloads and pipelines read
+// from the catalog (RegisterPages, pages.go). Every page is one html/template set
+// (templates/pages: one layout), one stylesheet and one script; every page that changes is
+// live over one server-sent-events loop (serveLive), which sends its parts rendered anew. The
+// upgrade graph is SVG written by a template too. The assets are embedded, so the binary
+// serves everything itself, and the pages work without JavaScript.
 package web
 
 import (
@@ -11,7 +13,6 @@ import (
 	"embed"
 	"encoding/hex"
 	"fmt"
-	"html/template"
 	"io/fs"
 	"maps"
 	"net/http"
@@ -38,8 +39,6 @@ const (
 
 //go:embed templates static
 var files embed.FS
-
-var templates = template.Must(template.ParseFS(files, "templates/*.html"))
 
 // Register serves the Releases page, its event stream and the static assets on s.
 func Register(s *server.Server, store *releaselog.Store, opts releaselog.Options) {
@@ -118,9 +117,9 @@ func (p *pages) typesStylesheet() http.Handler {
 	})
 }
 
-// pageData is what the page templates render.
+// pageData is what the Releases page's templates render.
 type pageData struct {
-	Title string
+	pageBase
 	// View is the day shown (the releases template).
 	View dayView
 	// Error explains a bad request (the error template).
@@ -132,7 +131,7 @@ type pageData struct {
 
 func (p *pages) releases(w http.ResponseWriter, r *http.Request) {
 	now := p.opts.Clock.Now()
-	data := pageData{TTLDays: int(p.opts.TTL / (24 * time.Hour))}
+	data := pageData{pageBase: pageBase{TypeColors: true}, TTLDays: int(p.opts.TTL / (24 * time.Hour))}
 	data.MinDay, data.MaxDay = p.pickerRange(now)
 
 	day := r.URL.Query().Get("day")
@@ -147,7 +146,7 @@ func (p *pages) releases(w http.ResponseWriter, r *http.Request) {
 	} else if _, err := releaselog.ParseDay(day); err != nil {
 		data.Title = "Not a day"
 		data.Error = "“" + day + "” is not a day. Pick one below, or give it as YYYY-MM-DD, e.g. " + releaselog.DayOf(now) + "."
-		render(w, http.StatusBadRequest, "error", data)
+		renderPage(w, http.StatusBadRequest, "releases-error", data)
 		return
 	}
 	view, err := p.dayView(day)
@@ -156,8 +155,9 @@ func (p *pages) releases(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	data.Title = "Releases on " + day
+	data.Events = EventsPath + "?day=" + day
 	data.View = view
-	render(w, http.StatusOK, "releases", data)
+	renderPage(w, http.StatusOK, "releases", data)
 }
 
 // pickerRange is the range of the date picker: from the oldest day the log keeps to today,
@@ -172,19 +172,6 @@ func (p *pages) pickerRange(now time.Time) (minDay, maxDay string) {
 		maxDay = max(maxDay, days[0])
 	}
 	return minDay, maxDay
-}
-
-// render executes a template into a buffer first, so a failure gives a clean 500 and never
-// half a page.
-func render(w http.ResponseWriter, code int, name string, data any) {
-	var buf bytes.Buffer
-	if err := templates.ExecuteTemplate(&buf, name, data); err != nil {
-		http.Error(w, "rendering the page: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(code)
-	_, _ = w.Write(buf.Bytes())
 }
 
 // staticHandler serves the embedded assets. They are revalidated on every use and answered

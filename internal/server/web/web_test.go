@@ -147,7 +147,7 @@ func TestReleasesPage(t *testing.T) {
 				`<td class="message">Promoted to stable</td>`,
 				`<td class="origin">cli</td>`,
 				`<a href="/releases/ocp/4.18/4.18.2">4.18.2</a>`,
-				`<link rel="stylesheet" href="/static/releases.css">`,
+				`<link rel="stylesheet" href="/static/pages/pages.css">`,
 				`<link rel="stylesheet" href="/releases/types.css">`,
 				`keeps each day for 10 days`,
 			},
@@ -286,7 +286,7 @@ func TestEntriesAreEscaped(t *testing.T) {
 
 func TestStaticAssets(t *testing.T) {
 	base := serve(t, releaselog.NewStore(), options())
-	for path, wantType := range map[string]string{"releases.css": "text/css; charset=utf-8", "releases.js": "text/javascript; charset=utf-8"} {
+	for path, wantType := range map[string]string{"pages/pages.css": "text/css; charset=utf-8", "pages/pages.js": "text/javascript; charset=utf-8"} {
 		code, header, body := get(t, base+web.StaticPrefix+path)
 		if code != 200 || header.Get("Content-Type") != wantType || len(body) == 0 {
 			t.Errorf("%s: status %d, type %q, %d bytes", path, code, header.Get("Content-Type"), len(body))
@@ -306,7 +306,7 @@ func TestStaticAssets(t *testing.T) {
 			t.Errorf("%s with its ETag: status %d, want 304", path, resp.StatusCode)
 		}
 	}
-	for _, path := range []string{"", "nothing.css", "../templates/releases.html"} {
+	for _, path := range []string{"", "nothing.css", "../templates/pages/releases.html", "releases.css"} {
 		if code, _, _ := get(t, base+web.StaticPrefix+path); code != http.StatusNotFound {
 			t.Errorf("%q: status %d, want 404", path, code)
 		}
@@ -376,27 +376,40 @@ func readEvent(t *testing.T, r *bufio.Reader) sseEvent {
 	}
 }
 
+// dayEvent is an update of the Releases page: its parts by id; a part the update does not
+// carry (unchanged) is nil.
 type dayEvent struct {
-	Day     string `json:"day"`
-	Summary string `json:"summary"`
-	Nav     struct {
-		HTML    string `json:"html"`
-		Version string `json:"version"`
-	} `json:"nav"`
-	Entries struct {
-		HTML    string `json:"html"`
-		Version string `json:"version"`
-	} `json:"entries"`
+	Nav, Entries *livePart
+	Announce     string
+}
+
+type livePart struct {
+	ID       string `json:"id"`
+	HTML     string `json:"html"`
+	Version  string `json:"version"`
+	Announce string `json:"announce"`
 }
 
 func decode(t *testing.T, ev sseEvent) dayEvent {
 	t.Helper()
-	if ev.name != web.EventName {
-		t.Fatalf("event %q, want %q", ev.name, web.EventName)
+	if ev.name != web.PageUpdateEvent {
+		t.Fatalf("event %q, want %q", ev.name, web.PageUpdateEvent)
+	}
+	var update struct{ Parts []livePart }
+	if err := json.Unmarshal([]byte(ev.data), &update); err != nil {
+		t.Fatalf("event data %s: %v", ev.data, err)
 	}
 	var d dayEvent
-	if err := json.Unmarshal([]byte(ev.data), &d); err != nil {
-		t.Fatalf("event data %s: %v", ev.data, err)
+	for i := range update.Parts {
+		p := &update.Parts[i]
+		switch p.ID {
+		case "day-nav":
+			d.Nav = p
+		case "entries":
+			d.Entries, d.Announce = p, p.Announce
+		default:
+			t.Errorf("unknown part %q", p.ID)
+		}
 	}
 	return d
 }
@@ -421,7 +434,10 @@ func TestEvents(t *testing.T) {
 	stream := bufio.NewReader(resp.Body)
 
 	first := decode(t, readEvent(t, stream))
-	if first.Day != "2026-11-22" || first.Summary != "3 releases" || !slices.Equal(versions(first.Entries.HTML), []string{"4.18.1", "4.18.0-rc.1", "4.18.2"}) {
+	if first.Nav == nil || first.Entries == nil {
+		t.Fatalf("the first event lacks a part: %+v", first)
+	}
+	if first.Announce != "Updated: 3 releases" || !slices.Equal(versions(first.Entries.HTML), []string{"4.18.1", "4.18.0-rc.1", "4.18.2"}) {
 		t.Errorf("first event: %+v", first)
 	}
 	if !strings.Contains(page, `data-version="`+first.Entries.Version+`">`+first.Entries.HTML+`</div>`) ||
@@ -434,18 +450,18 @@ func TestEvents(t *testing.T) {
 	store.Set("2026-11-20", append(store.Entries("2026-11-20"), releaselog.Entry{Type: "hotfix", Version: "4.17.10", Origin: "cli", Date: at("2026-11-20T09:00:00Z")}))
 	store.Set("2026-11-22", append(slices.Clone(latestDay), releaselog.Entry{Type: "hotfix", Version: "4.18.1-hotfix", Origin: "cli", Date: at("2026-11-22T10:00:00Z")}))
 	second := decode(t, readEvent(t, stream))
-	if second.Summary != "4 releases" || !slices.Equal(versions(second.Entries.HTML), []string{"4.18.1", "4.18.1-hotfix", "4.18.0-rc.1", "4.18.2"}) {
-		t.Errorf("second event: %+v", second)
+	if second.Entries == nil || second.Announce != "Updated: 4 releases" || !slices.Equal(versions(second.Entries.HTML), []string{"4.18.1", "4.18.1-hotfix", "4.18.0-rc.1", "4.18.2"}) {
+		t.Fatalf("second event: %+v", second)
 	}
-	if second.Nav.Version != first.Nav.Version || second.Entries.Version == first.Entries.Version {
-		t.Errorf("versions: nav %s → %s (want unchanged), entries %s → %s (want changed)", first.Nav.Version, second.Nav.Version, first.Entries.Version, second.Entries.Version)
+	if second.Nav != nil || second.Entries.Version == first.Entries.Version {
+		t.Errorf("the second event: nav %+v (want none: unchanged), entries %s → %s (want changed)", second.Nav, first.Entries.Version, second.Entries.Version)
 	}
 
 	// A newer day changes the navigation.
 	store.Set("2026-11-23", []releaselog.Entry{{Type: "release", Version: "4.18.3", Origin: "cli", Date: at("2026-11-23T01:00:00Z")}})
 	third := decode(t, readEvent(t, stream))
-	if !strings.Contains(third.Nav.HTML, `<a rel="next" href="/releases?day=2026-11-23">`) || third.Entries.Version != second.Entries.Version {
-		t.Errorf("third event: %+v", third)
+	if third.Nav == nil || !strings.Contains(third.Nav.HTML, `<a rel="next" href="/releases?day=2026-11-23">`) || third.Entries != nil {
+		t.Errorf("third event: %+v, want the navigation only", third)
 	}
 }
 
@@ -461,7 +477,7 @@ func TestEventsEndOnShutdown(t *testing.T) {
 	defer resp.Body.Close()
 	stream := bufio.NewReader(resp.Body)
 	first := decode(t, readEvent(t, stream))
-	if first.Summary != web.EmptyDay || strings.Contains(first.Entries.HTML, "<table") {
+	if first.Entries == nil || first.Announce != "Updated: "+web.EmptyDay || strings.Contains(first.Entries.HTML, "<table") {
 		t.Errorf("first event of a day without a log: %+v", first)
 	}
 

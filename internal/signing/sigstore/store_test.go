@@ -15,34 +15,11 @@ import (
 	"time"
 
 	"github.com/release-controller/release-controller/internal/signing"
+	"github.com/release-controller/release-controller/internal/signing/signingtest"
 )
 
-var (
-	keysOnce sync.Once
-	keys     [2]*signing.Key
-	keysErr  error
-)
-
-// testKey returns test key i (0 or 1); RSA keys take a moment, so each binary makes two.
-func testKey(t *testing.T, i int) *signing.Key {
-	t.Helper()
-	keysOnce.Do(func() {
-		for j := range keys {
-			armored, err := signing.GenerateKey("Release Controller Test", "signer@example.com")
-			if err != nil {
-				keysErr = err
-				return
-			}
-			if keys[j], keysErr = signing.ParsePrivateKey(armored, nil); keysErr != nil {
-				return
-			}
-		}
-	})
-	if keysErr != nil {
-		t.Fatal(keysErr)
-	}
-	return keys[i]
-}
+// testKey returns test key i (0 or 1).
+func testKey(t *testing.T, i int) *signing.Key { return signingtest.Key(t, i) }
 
 // closedAddr is a loopback address on which nothing listens.
 func closedAddr(t *testing.T) string {

@@ -1,6 +1,6 @@
-// The stream pages' script: copy buttons, and live updates. The server sends a page's parts
-// rendered anew as server-sent events whenever they change; this swaps them in without a
-// reload. The pages are complete without it.
+// The pages' script: copy buttons, and live updates. The server sends a page's parts rendered
+// anew as server-sent events whenever they change; this swaps them in without a reload and
+// marks the table rows that are new. The pages are complete without it.
 "use strict";
 
 (() => {
@@ -50,22 +50,33 @@
   if (!main || !("EventSource" in window)) {
     return;
   }
+  // Rows with a data-key that a part did not hold before an update are marked new.
+  const rowKeys = (element) => new Set(Array.from(element.querySelectorAll("tr[data-key]"), (tr) => tr.dataset.key));
   const source = new EventSource(main.dataset.events);
   source.addEventListener("update", (event) => {
     const update = JSON.parse(event.data);
     let changed = 0;
+    let announce = "";
     for (const part of update.parts) {
       const element = document.getElementById(part.id);
       if (!element || element.dataset.version === part.version) {
         continue;
       }
+      const before = rowKeys(element);
       element.innerHTML = part.html;
       element.dataset.version = part.version;
+      for (const tr of element.querySelectorAll("tr[data-key]")) {
+        if (!before.has(tr.dataset.key)) {
+          tr.classList.add("new");
+        }
+      }
+      announce = announce || part.announce || "";
       changed++;
     }
     if (changed > 0) {
       showCopyButtons();
-      say("Updated");
+      // Screen readers announce the status region.
+      say(announce || "Updated");
     }
   });
   source.addEventListener("gone", (event) => {
