@@ -240,7 +240,7 @@ func TestReleaseFlowOnARealNode(t *testing.T) {
 	checkReleaseLog(t, ctx, first.Name, second.Name, third.Name)
 	checkSigned(t, ctx, third, signatures)
 	checkPromoted(t, ctx, app.Name, third)
-	checkRESTThroughPortForward(t, ctx, third)
+	checkRESTThroughPortForward(t, ctx, second, third)
 	reportFigures(t, ctx, first, second, third)
 }
 
@@ -679,7 +679,7 @@ func checkPromoted(t *testing.T, ctx context.Context, app string, p v1alpha1.Rel
 // checkRESTThroughPortForward reads /api/v1/releasestream/{s}/latest from the API server's
 // Service through kubectl port-forward (the kubelet's streaming path) and the payload's
 // signature from /signatures.
-func checkRESTThroughPortForward(t *testing.T, ctx context.Context, latest v1alpha1.ReleasePayload) {
+func checkRESTThroughPortForward(t *testing.T, ctx context.Context, previous, latest v1alpha1.ReleasePayload) {
 	t.Helper()
 	pf := exec.CommandContext(ctx, filepath.Join(kubeBin, "kubectl"), "-n", systemNamespace, "port-forward", "service/release-controller-api", "18080:8080")
 	pf.Env = append(os.Environ(), "KUBECONFIG="+paths.Kubeconfig())
@@ -713,6 +713,29 @@ func checkRESTThroughPortForward(t *testing.T, ctx context.Context, latest v1alp
 	if release.Name != latest.Name || release.Phase != string(v1alpha1.PhaseAccepted) {
 		t.Errorf("latest = %+v, want %s Accepted", release, latest.Name)
 	}
+	// The changelog from the previous payload: the API server read both payload images with
+	// the registry's credentials and found the rebuilt component (its commits cannot be read:
+	// git.example.com is nowhere).
+	var info struct {
+		ChangeLogJSON struct {
+			From, To      struct{ Name string }
+			UpdatedImages []struct{ Name string }
+		} `json:"changeLogJson"`
+	}
+	eventually(t, time.Minute, "the changelog from "+previous.Name, func() (bool, string) {
+		resp, err := http.Get(base + "/api/v1/releasestream/" + streamName + "/release/" + latest.Name + "?from=" + previous.Name)
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if err := json.Unmarshal(body, &info); err != nil {
+			return false, fmt.Sprintf("%s: %v", body, err)
+		}
+		cl := info.ChangeLogJSON
+		return cl.From.Name == previous.Name && cl.To.Name == latest.Name && len(cl.UpdatedImages) == 1 && cl.UpdatedImages[0].Name == "api", string(body)
+	})
+
 	_, digest, _ := strings.Cut(latest.Status.PayloadImage, "@")
 	resp, err := http.Get(base + "/signatures/" + strings.Replace(digest, ":", "=", 1) + "/signature-1")
 	if err != nil {
