@@ -103,6 +103,9 @@ const (
 	ReasonPublishFailed = "PublishFailed"
 	// ReasonReconcileFailed (Ready=False): another step failed (an API or registry call).
 	ReasonReconcileFailed = "ReconcileFailed"
+	// ReasonUpgradeSourceMissing (Ready=False): an upgrade verification starts from another
+	// stream (from.stream) that does not exist; its payloads wait, it is retried with backoff.
+	ReasonUpgradeSourceMissing = "UpgradeSourceMissing"
 
 	// ReasonUpgradeGraphUpToDate (UpgradeGraphRecorded=True): every finished upgrade run is in the ConfigMap.
 	ReasonUpgradeGraphUpToDate = "UpgradeGraphUpToDate"

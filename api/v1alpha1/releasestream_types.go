@@ -111,6 +111,7 @@ type ReleaseStreamSpec struct {
 	MaxUnreadyReleases int32 `json:"maxUnreadyReleases,omitempty"`
 
 	// MinCreationInterval is the least time between two payloads of this stream.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="minCreationInterval must be a non-negative duration, e.g. 1h"
 	// +optional
 	MinCreationInterval *metav1.Duration `json:"minCreationInterval,omitempty"`
 

@@ -299,6 +299,15 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			s.Spec.Retention.RejectedMaxAge = &metav1.Duration{Duration: -time.Hour}
 		},
 			"rejectedMaxAge must be a non-negative duration"},
+		{"negative minCreationInterval", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.MinCreationInterval = &metav1.Duration{Duration: -time.Minute}
+		},
+			"minCreationInterval must be a non-negative duration"},
+		{"an upgrade source stream without upgradeFrom", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.Verification[0].From = &v1alpha1.UpgradeSourceStream{Stream: "4.14-stable"}
+			s.Spec.Verification[0].UpgradeFrom = ""
+		},
+			"from needs upgradeFrom"},
 		{"payload base that is no component", func(s *v1alpha1.ReleaseStream) { s.Spec.PayloadBaseComponent = "cvo" },
 			"payloadBaseComponent must name one of the stream's components"},
 		{"jira URL that is no URL", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.URL = "issues" },

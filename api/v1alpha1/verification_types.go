@@ -33,8 +33,17 @@ const (
 	UpgradeFromPreviousPatch UpgradeFrom = "PreviousPatch"
 )
 
+// UpgradeSourceStream names the stream an upgrade starts from.
+type UpgradeSourceStream struct {
+	// Stream is a ReleaseStream in the payload's namespace.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Stream string `json:"stream"`
+}
+
 // Verification is one test a payload must (blocking) or may (informing) pass.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.from) || has(self.upgradeFrom)",message="from needs upgradeFrom: from names the stream the upgrade starts from, upgradeFrom which of its accepted payloads"
 // +kubebuilder:validation:XValidation:rule="has(self.job) != has(self.prowJob)",message="exactly one of job or prowJob must be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.aggregation) || !has(self.maxRetries) || self.maxRetries == 0",message="maxRetries cannot be combined with aggregation: an aggregated verification judges its runs together"
 type Verification struct {
@@ -54,6 +63,12 @@ type Verification struct {
 	// accepted payload as RELEASE_IMAGE_INITIAL.
 	// +optional
 	UpgradeFrom UpgradeFrom `json:"upgradeFrom,omitempty"`
+
+	// From takes an upgrade's source from another stream of the namespace (OpenShift's
+	// upgrades from the previous minor's stream): upgradeFrom picks among that stream's
+	// accepted payloads instead of this one's. It needs upgradeFrom.
+	// +optional
+	From *UpgradeSourceStream `json:"from,omitempty"`
 
 	// MaxRetries is how many times a failed run is retried before the verification fails.
 	// +kubebuilder:validation:Minimum=0

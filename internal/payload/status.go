@@ -47,7 +47,7 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 	for i := range status.Verifications {
 		v := &status.Verifications[i]
 		if skipped[v.Name] && len(v.Runs) == 0 {
-			v.State, v.Message = v1alpha1.JobSkipped, SkippedUpgradeMessage
+			v.State, v.Message = v1alpha1.JobSkipped, SkippedMessage(verificationSpec(p, v.Name))
 			continue
 		}
 		v.State, v.Message = VerificationState(verificationSpec(p, v.Name), v.Runs)
@@ -64,6 +64,15 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 
 // SkippedUpgradeMessage explains a Skipped verification.
 const SkippedUpgradeMessage = "skipped: there was no earlier accepted payload to upgrade from"
+
+// SkippedMessage explains why the upgrade verification v was skipped, naming the stream it
+// starts from when that is another one.
+func SkippedMessage(v v1alpha1.Verification) string {
+	if v.From != nil {
+		return fmt.Sprintf("skipped: stream %s had no accepted payload to upgrade from", v.From.Stream)
+	}
+	return SkippedUpgradeMessage
+}
 
 func isFinal(s v1alpha1.CreationJobStatus) bool {
 	return s == v1alpha1.CreationJobSuccess || s == v1alpha1.CreationJobFailed

@@ -166,7 +166,7 @@ func (s *streamSync) run(ctx context.Context) {
 	if resolved {
 		s.createPayload(ctx, pinned)
 	}
-	accepted := acceptedSources(s.payloads)
+	accepted, missing := s.acceptedByStream(ctx)
 	for i := range s.payloads {
 		p := &s.payloads[i]
 		if p.Annotations[v1alpha1.AnnotationAborted] != "" {
@@ -174,6 +174,12 @@ func (s *streamSync) run(ctx context.Context) {
 		}
 		s.build(ctx, p)
 		s.recordImage(ctx, p)
+		if stream, ok := namesMissingStream(p, missing); ok {
+			// Never guessed from this stream, never skipped: the stream's Ready says why.
+			s.fail(ctx, p, v1alpha1.ReasonUpgradeSourceMissing, "Verify", "planning the upgrades of "+p.Name,
+				fmt.Errorf("an upgrade verification starts from stream %s, which does not exist in namespace %s", stream, p.Namespace))
+			continue
+		}
 		s.verify(ctx, p, accepted)
 	}
 	s.recordUpgrades(ctx)

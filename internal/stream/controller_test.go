@@ -325,3 +325,53 @@ func TestMirror(t *testing.T) {
 		t.Errorf("mirror tag points at %q, want %q", got, want.Image)
 	}
 }
+
+// TestUpgradeFromAnotherStream: an upgrade verification with from.stream starts from that
+// stream's accepted payload. While the stream does not exist, the payload waits and the
+// stream's Ready says why; it is never skipped, nor started from this stream.
+func TestUpgradeFromAnotherStream(t *testing.T) {
+	ns := env.Namespace(t)
+	pushImage(t, repo(ns, "api")+":latest", nil)
+	upgrade := jobVerification("upgrade-minor")
+	upgrade.UpgradeFrom = v1alpha1.UpgradeFromPrevious
+	upgrade.From = &v1alpha1.UpgradeSourceStream{Stream: "stable"}
+	nightly := newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
+		s.Spec.Verification = []v1alpha1.Verification{upgrade}
+	}, "api")
+	p := waitPayloads(t, ns, 1)[0]
+	image := build(t, &p)
+	waitStream(t, nightly, func(g Gomega, s *v1alpha1.ReleaseStream) {
+		ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonUpgradeSourceMissing))
+		g.Expect(ready.Message).To(ContainSubstring("starts from stream stable, which does not exist"))
+	})
+	got := waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseReady))
+	})
+	NewWithT(t).Expect(got.Annotations).NotTo(HaveKey(v1alpha1.AnnotationUpgradeSkipped))
+
+	// The stream appears, with an accepted payload: the upgrade starts from it.
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
+		s.Name, s.Spec.TagPrefix, s.Spec.PayloadRepository = "stable", "4.14.0", repo(ns, "stable")
+	}, "api")
+	var stable v1alpha1.ReleasePayload
+	NewWithT(t).Eventually(func(g Gomega) {
+		for _, q := range payloads(g, ns) {
+			if q.Spec.PayloadCoordinates.Stream == "stable" {
+				stable = q
+				return
+			}
+		}
+		g.Expect(false).To(BeTrue(), "no payload of stable yet")
+	}).WithTimeout(waitTimeout).Should(Succeed())
+	stableImage := build(t, &stable)
+	waitPayload(t, ns, stable.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseAccepted))
+	})
+	run := waitJob(t, ns, jobcontract.RunName(p.Name, "upgrade-minor", 1))
+	NewWithT(t).Expect(envOf(run)).To(Equal(map[string]string{
+		v1alpha1.EnvReleaseImageLatest: image, v1alpha1.EnvReleaseTag: p.Name, v1alpha1.EnvReleaseStream: "nightly",
+		v1alpha1.EnvReleaseImageInitial: stableImage,
+	}))
+}

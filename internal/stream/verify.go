@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,7 +18,7 @@ import (
 )
 
 // verify launches the payload's due verification runs.
-func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, accepted []verify.UpgradeSource) {
+func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, accepted verify.Accepted) {
 	backoff := s.r.RetryBackoff
 	if backoff.Base == 0 {
 		backoff = verify.DefaultBackoff
@@ -161,6 +162,48 @@ func jobsOfRecords(records []*jobcache.Record) payloadJobs {
 		jobs.infos = append(jobs.infos, JobInfo{Kind: string(r.Kind), Namespace: r.Namespace, Name: r.Name, PayloadKey: r.PayloadKey, FinishedAt: r.FinishedAt()})
 	}
 	return jobs
+}
+
+// acceptedByStream gathers the accepted payloads upgrades can start from: this stream's, and
+// those of every other stream its payloads' verifications name (from.stream). Streams named
+// that do not exist are returned in missing.
+func (s *streamSync) acceptedByStream(ctx context.Context) (verify.Accepted, map[string]bool) {
+	accepted := verify.Accepted{s.stream.Name: acceptedSources(s.payloads)}
+	missing := map[string]bool{}
+	for i := range s.payloads {
+		for _, v := range s.payloads[i].Spec.PayloadVerificationConfig.Verifications {
+			name := verify.SourceStream(s.stream.Name, v)
+			if _, done := accepted[name]; done || missing[name] {
+				continue
+			}
+			var other v1alpha1.ReleaseStream
+			if err := s.r.Get(ctx, client.ObjectKey{Namespace: s.stream.Namespace, Name: name}, &other); err != nil {
+				if apierrors.IsNotFound(err) {
+					missing[name] = true
+				} else {
+					s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Verify", "reading the upgrade source stream "+name, err)
+				}
+				continue
+			}
+			var list v1alpha1.ReleasePayloadList
+			if err := s.r.List(ctx, &list, client.InNamespace(s.stream.Namespace), client.MatchingFields{IndexStream: name}); err != nil {
+				s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Verify", "listing the payloads of the upgrade source stream "+name, err)
+				continue
+			}
+			accepted[name] = acceptedSources(list.Items)
+		}
+	}
+	return accepted, missing
+}
+
+// namesMissingStream reports the first stream of missing that a verification of p starts from.
+func namesMissingStream(p *v1alpha1.ReleasePayload, missing map[string]bool) (string, bool) {
+	for _, v := range p.Spec.PayloadVerificationConfig.Verifications {
+		if v.From != nil && missing[v.From.Stream] {
+			return v.From.Stream, true
+		}
+	}
+	return "", false
 }
 
 func acceptedSources(payloads []v1alpha1.ReleasePayload) []verify.UpgradeSource {

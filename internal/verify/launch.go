@@ -49,13 +49,26 @@ type Plan struct {
 	RequeueAfter time.Duration
 }
 
+// Accepted are the accepted releases upgrades can start from, by stream name.
+type Accepted map[string][]UpgradeSource
+
+// SourceStream is the stream whose accepted payloads an upgrade verification of a payload of
+// stream starts from: v.from's, else stream itself.
+func SourceStream(stream string, v v1alpha1.Verification) string {
+	if v.From != nil {
+		return v.From.Stream
+	}
+	return stream
+}
+
 // PlanRuns decides which runs of a created payload are due. Verifications without runs get
 // their first run (all runs, for aggregated ones); a verification whose runs all failed gets
 // its next attempt once the backoff has passed, while attempts are left. Upgrade runs start
-// from the accepted release SelectUpgradeSource picks among accepted (retries keep the first
-// run's source while it is still there); without one the verification is skipped. Launching is
-// idempotent: a planned run whose object exists already is found again by its deterministic name.
-func PlanRuns(p *v1alpha1.ReleasePayload, now time.Time, backoff Backoff, accepted []UpgradeSource) Plan {
+// from the accepted release SelectUpgradeSource picks among the accepted releases of their
+// source stream (SourceStream; retries keep the first run's source while it is still there);
+// without one the verification is skipped. Launching is idempotent: a planned run whose object
+// exists already is found again by its deterministic name.
+func PlanRuns(p *v1alpha1.ReleasePayload, now time.Time, backoff Backoff, accepted Accepted) Plan {
 	var plan Plan
 	if p.Status.PayloadImage == "" || p.Status.Phase == v1alpha1.PhaseFailed || p.Status.Phase == v1alpha1.PhasePending {
 		return plan
@@ -69,7 +82,7 @@ func PlanRuns(p *v1alpha1.ReleasePayload, now time.Time, backoff Backoff, accept
 		var source UpgradeSource
 		if v.UpgradeFrom != "" {
 			var ok bool
-			if source, ok = upgradeSource(v.UpgradeFrom, p.Name, status.Runs, accepted); !ok {
+			if source, ok = upgradeSource(v.UpgradeFrom, p.Name, status.Runs, accepted[SourceStream(p.Spec.PayloadCoordinates.Stream, v)]); !ok {
 				if len(status.Runs) == 0 {
 					plan.Skipped = append(plan.Skipped, v.Name)
 				}

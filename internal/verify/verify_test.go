@@ -72,7 +72,8 @@ func payloadWith(verifications []v1alpha1.Verification, status []v1alpha1.Verifi
 
 func TestPlanRuns(t *testing.T) {
 	backoff := Backoff{Base: time.Minute, Cap: 10 * time.Minute}
-	accepted := []UpgradeSource{{Tag: "4.15.0-2026-11-20-000000", Image: "registry/release@sha256:old"}}
+	own := []UpgradeSource{{Tag: "4.15.0-2026-11-20-000000", Image: "registry/release@sha256:old"}}
+	accepted := Accepted{"nightly": own, "4.14-stable": {{Tag: "4.14.8", Image: "registry/stable@sha256:s8"}}}
 	retried := v1alpha1.Verification{Name: "e2e", MaxRetries: 2}
 	pending := v1alpha1.JobPending
 	type launch struct {
@@ -83,7 +84,7 @@ func TestPlanRuns(t *testing.T) {
 	tests := []struct {
 		name     string
 		payload  *v1alpha1.ReleasePayload
-		accepted []UpgradeSource
+		accepted Accepted
 		want     []launch
 		skipped  []string
 		requeue  time.Duration
@@ -124,8 +125,12 @@ func TestPlanRuns(t *testing.T) {
 				r := ended(1, v1alpha1.JobFailure, time.Hour)
 				r.UpgradeFrom = "4.14.9-2026-11-10-000000"
 				return r
-			}()}}}), append([]UpgradeSource{{Tag: "4.14.9-2026-11-10-000000", Image: "registry/release@sha256:older"}}, accepted...),
+			}()}}}), Accepted{"nightly": append([]UpgradeSource{{Tag: "4.14.9-2026-11-10-000000", Image: "registry/release@sha256:older"}}, own...)},
 			[]launch{{"upgrade", 2, "4.14.9-2026-11-10-000000"}}, nil, 0},
+		{"upgrade from another stream's accepted payload", payloadWith([]v1alpha1.Verification{{Name: "upgrade-minor", UpgradeFrom: v1alpha1.UpgradeFromPrevious, From: &v1alpha1.UpgradeSourceStream{Stream: "4.14-stable"}}}, nil), accepted,
+			[]launch{{"upgrade-minor", 1, "4.14.8"}}, nil, 0},
+		{"another stream without an accepted payload is skipped, never this stream's", payloadWith([]v1alpha1.Verification{{Name: "upgrade-minor", UpgradeFrom: v1alpha1.UpgradeFromPrevious, From: &v1alpha1.UpgradeSourceStream{Stream: "4.13-stable"}}}, nil), accepted,
+			nil, []string{"upgrade-minor"}, 0},
 		{"a lost run is run again", payloadWith([]v1alpha1.Verification{{Name: "e2e"}}, []v1alpha1.VerificationStatus{{Name: "e2e", State: pending, Runs: []v1alpha1.JobRun{ended(1, v1alpha1.JobUnknown, time.Hour)}}}), accepted,
 			[]launch{{"e2e", 2, ""}}, nil, 0},
 		{"lost runs stop at MaxRuns", payloadWith([]v1alpha1.Verification{{Name: "e2e"}}, []v1alpha1.VerificationStatus{{Name: "e2e", State: v1alpha1.JobUnknown, Runs: []v1alpha1.JobRun{ended(1, v1alpha1.JobUnknown, time.Hour), ended(2, v1alpha1.JobUnknown, time.Hour)}}}), accepted,
