@@ -44,6 +44,10 @@ const (
 	// AnnotationUpgradeSkipped lists (comma-separated) the upgrade verifications that had no
 	// earlier accepted payload to start from when the payload was verified.
 	AnnotationUpgradeSkipped = "release-controller.dev/upgrade-skipped"
+	// AnnotationRefusedRuns records the verification runs whose Job or ProwJob the API server
+	// refused (an invalid template): JSON, run name to the run's verification, attempt and the
+	// API server's message. Each counts as a failed run.
+	AnnotationRefusedRuns = "release-controller.dev/refused-runs"
 )
 
 // Environment given to every verification job (a contract).

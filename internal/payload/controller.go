@@ -165,6 +165,7 @@ func (r *Reconciler) observe(ctx context.Context, payload *v1alpha1.ReleasePaylo
 			}
 		}
 	}
+	obs.Runs = append(obs.Runs, RefusedRuns(payload, records)...)
 	if len(obs.CreationJobs) > 0 {
 		var pods corev1.PodList
 		key := client.MatchingFields{jobcache.IndexPayloadKey: jobcontract.PayloadKey(payload.Namespace, payload.Name)}

@@ -2,6 +2,8 @@ package payload
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -11,6 +13,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
 	"github.com/release-controller/release-controller/internal/jobcache"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
 // Observations are the objects a payload's status is computed from, read from the cache.
@@ -49,6 +52,32 @@ func observedRun(rec *jobcache.Record) (ObservedRun, bool) {
 		return ObservedRun{}, false
 	}
 	return ObservedRun{Verification: rec.Verification, Run: run}, true
+}
+
+// RefusedRuns are the runs of p whose object the API server refused (jobcontract.RefusedRun),
+// as failed runs, but for a run whose object exists after all (records: p's jobs).
+func RefusedRuns(p *v1alpha1.ReleasePayload, records []*jobcache.Record) []ObservedRun {
+	refused := jobcontract.RefusedRuns(p)
+	if len(refused) == 0 {
+		return nil
+	}
+	exists := make(map[string]bool, len(records))
+	for _, r := range records {
+		exists[r.Name] = true
+	}
+	var runs []ObservedRun
+	for _, name := range slices.Sorted(maps.Keys(refused)) {
+		if exists[name] {
+			continue
+		}
+		r := refused[name]
+		at := r.At
+		runs = append(runs, ObservedRun{Verification: r.Verification, Run: v1alpha1.JobRun{
+			Kind: r.Kind, Namespace: p.Namespace, Name: name, Attempt: r.Attempt, State: v1alpha1.JobFailure,
+			Message: "the API server refused the run's object: " + r.Message, StartTime: &at, CompletionTime: &at,
+		}})
+	}
+	return runs
 }
 
 // CreationResult reads the outcome of the newest creation job; with none, the result is Unknown.

@@ -15,6 +15,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
 	"github.com/release-controller/release-controller/internal/devenv/jobstatus"
+	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
@@ -443,5 +444,26 @@ func TestComputeStatusKeepsToItsOwnFields(t *testing.T) {
 		if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterPayload, &p.Status, &after); len(foreign) > 0 {
 			t.Errorf("override %v: the payload controller changes %v", override, foreign)
 		}
+	}
+}
+
+// TestRefusedRunsAreFailedRuns: a run the API server refused is a failed run with its message,
+// unless its object exists after all.
+func TestRefusedRunsAreFailedRuns(t *testing.T) {
+	p := &v1alpha1.ReleasePayload{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "1.0.0"}}
+	at := metav1.NewTime(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC))
+	value, err := jobcontract.WithRefusedRun(p, "1.0.0-e2e-1", jobcontract.RefusedRun{Verification: "e2e", Attempt: 1, Kind: v1alpha1.RunKindJob, Message: "spec.template: invalid", At: at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Annotations = map[string]string{v1alpha1.AnnotationRefusedRuns: value}
+	runs := RefusedRuns(p, nil)
+	if len(runs) != 1 || runs[0].Verification != "e2e" || runs[0].Run.State != v1alpha1.JobFailure || runs[0].Run.Attempt != 1 ||
+		!strings.Contains(runs[0].Run.Message, "spec.template: invalid") || runs[0].Run.CompletionTime == nil {
+		t.Errorf("refused runs = %+v", runs)
+	}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "1.0.0-e2e-1"}}
+	if runs := RefusedRuns(p, []*jobcache.Record{jobcache.RecordOfJob(job)}); len(runs) != 0 {
+		t.Errorf("a refused run whose job exists is counted: %+v", runs)
 	}
 }

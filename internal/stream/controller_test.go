@@ -375,3 +375,38 @@ func TestUpgradeFromAnotherStream(t *testing.T) {
 		v1alpha1.EnvReleaseImageInitial: stableImage,
 	}))
 }
+
+// TestRefusedVerificationFailsItsRuns: a verification whose Job the API server refuses (an
+// invalid template) fails each run with the API server's message, counted against its retries,
+// and the payload reaches a verdict instead of waiting forever.
+func TestRefusedVerificationFailsItsRuns(t *testing.T) {
+	ns := env.Namespace(t)
+	pushImage(t, repo(ns, "api")+":latest", nil)
+	bad := jobVerification("e2e")
+	bad.MaxRetries = 1
+	bad.Job.Template.Spec.Template.Spec.Containers[0].Name = "Not_A_DNS_Label"
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
+		s.Spec.Verification = []v1alpha1.Verification{bad}
+	}, "api")
+	p := waitPayloads(t, ns, 1)[0]
+	build(t, &p)
+	got := waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseRejected))
+	})
+	g := NewWithT(t)
+	g.Expect(got.Status.Verifications).To(HaveLen(1))
+	v := got.Status.Verifications[0]
+	g.Expect(v.State).To(Equal(v1alpha1.JobFailure))
+	g.Expect(v.Runs).To(HaveLen(2))
+	for i, r := range v.Runs {
+		g.Expect(r.Attempt).To(BeEquivalentTo(i + 1))
+		g.Expect(r.State).To(Equal(v1alpha1.JobFailure))
+		g.Expect(r.Message).To(And(ContainSubstring("the API server refused"), ContainSubstring("Not_A_DNS_Label")))
+	}
+	var jobs batchv1.JobList
+	g.Expect(env.Client.List(context.Background(), &jobs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelJobType: v1alpha1.JobTypeVerification})).To(Succeed())
+	g.Expect(jobs.Items).To(BeEmpty())
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventsOf(g, ns, "ReleasePayload", p.Name)).To(ContainElements(v1alpha1.EventVerificationFailed, v1alpha1.EventRejected))
+	}).WithTimeout(waitTimeout).Should(Succeed())
+}

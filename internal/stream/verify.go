@@ -44,9 +44,13 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "listing the jobs of "+p.Name, err)
 		return
 	}
-	// Runs launched already that the payload controller has not recorded yet are left out.
+	// Runs launched already that the payload controller has not recorded yet are left out,
+	// and so are runs the API server refused (recorded, and counted as failed runs).
+	refused := jobcontract.RefusedRuns(p)
 	launches := slices.DeleteFunc(plan.Launches, func(l verify.Launch) bool {
-		return jobs.names[jobcontract.RunName(p.Name, l.Verification.Name, l.Attempt)]
+		name := jobcontract.RunName(p.Name, l.Verification.Name, l.Attempt)
+		_, wasRefused := refused[name]
+		return jobs.names[name] || wasRefused
 	})
 	if len(launches) == 0 {
 		return
@@ -61,12 +65,38 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 		name := jobcontract.RunName(p.Name, l.Verification.Name, l.Attempt)
 		created, err := s.launch(ctx, p, l)
 		switch {
+		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+			// The template itself is wrong: trying again gives the same answer. The run
+			// failed, with the API server's message, and counts against the retries.
+			s.recordRefusal(ctx, p, l, name, err)
 		case err != nil:
 			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", fmt.Sprintf("launching %s of %s", name, p.Name), err)
 		case created:
 			s.reportLaunch(ctx, p, l, name)
 		}
 	}
+}
+
+// recordRefusal records that the API server refused run name of p (see
+// jobcontract.RefusedRun) and reports it: a Warning Event on the payload.
+func (s *streamSync) recordRefusal(ctx context.Context, p *v1alpha1.ReleasePayload, l verify.Launch, name string, refusal error) {
+	kind := v1alpha1.RunKindJob
+	if l.Verification.ProwJob != nil {
+		kind = v1alpha1.RunKindProwJob
+	}
+	value, err := jobcontract.WithRefusedRun(p, name, jobcontract.RefusedRun{
+		Verification: l.Verification.Name, Attempt: l.Attempt, Kind: kind, Message: refusal.Error(), At: metav1.NewTime(s.now),
+	})
+	if err == nil {
+		patch := client.MergeFrom(p.DeepCopy())
+		metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AnnotationRefusedRuns, value)
+		err = s.r.Patch(ctx, p, patch)
+	}
+	if err != nil {
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "recording the refused run "+name+" of "+p.Name, err)
+		return
+	}
+	s.r.report.Warningf(ctx, p, nil, v1alpha1.EventVerificationFailed, "Verify", "the API server refused %s %s: %v", kind, name, refusal)
 }
 
 // reportLaunch reports a launched run: its verification started, or was retried.

@@ -1,0 +1,56 @@
+package jobcontract
+
+import (
+	"encoding/json"
+	"maps"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/conditions"
+)
+
+// A verification run whose object the API server refuses (its template is invalid) never
+// exists, so no job will ever say it failed. The stream controller records it on the payload
+// (v1alpha1.AnnotationRefusedRuns) and the payload controller counts it as a failed run with
+// the API server's message: it uses up an attempt, and the payload reaches a verdict.
+
+// RefusedRun is one refused run.
+type RefusedRun struct {
+	Verification string           `json:"verification"`
+	Attempt      int32            `json:"attempt"`
+	Kind         v1alpha1.RunKind `json:"kind"`
+	Message      string           `json:"message"`
+	At           metav1.Time      `json:"at"`
+}
+
+// maxRefusedMessage bounds each message, so that the annotation stays small.
+const maxRefusedMessage = 512
+
+// RefusedRuns reads the refused runs of p, by run name; an unreadable annotation (edited by
+// hand) reads as none.
+func RefusedRuns(p *v1alpha1.ReleasePayload) map[string]RefusedRun {
+	raw := p.Annotations[v1alpha1.AnnotationRefusedRuns]
+	if raw == "" {
+		return nil
+	}
+	var runs map[string]RefusedRun
+	if err := json.Unmarshal([]byte(raw), &runs); err != nil {
+		return nil
+	}
+	return runs
+}
+
+// WithRefusedRun is the annotation's value with run name added.
+func WithRefusedRun(p *v1alpha1.ReleasePayload, name string, r RefusedRun) (string, error) {
+	runs := maps.Clone(RefusedRuns(p))
+	if runs == nil {
+		runs = map[string]RefusedRun{}
+	}
+	r.Message = conditions.Truncate(r.Message, maxRefusedMessage)
+	r.At = metav1.NewTime(r.At.UTC().Truncate(time.Second))
+	runs[name] = r
+	out, err := json.Marshal(runs)
+	return string(out), err
+}
