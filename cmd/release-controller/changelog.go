@@ -21,14 +21,16 @@ type changelogFlags struct {
 	cacheSize byteSize
 	secret    string
 	hosts     []string
+	allow     []string
 }
 
-// addCacheFlags adds --changelog-cache-dir and --changelog-cache-size; defaultDir is said in
-// the help.
+// addCacheFlags adds --changelog-cache-dir, --changelog-cache-size and --git-source-allow;
+// defaultDir is said in the help.
 func (f *changelogFlags) addCacheFlags(fs *pflag.FlagSet, defaultDir string) {
 	fs.StringVar(&f.cacheDir, "changelog-cache-dir", "", "folder of the git clones changelogs are read from, owned by the cache: a new or empty folder, or one it made (default "+defaultDir+")")
 	f.cacheSize = byteSize(defaultChangeLogCacheSize.Value())
 	fs.Var(&f.cacheSize, "changelog-cache-size", "most disk space the clones take, in bytes or as a quantity such as 500Mi or 20Gi (0: no bound); the least recently used clones are deleted beyond it")
+	fs.StringSliceVar(&f.allow, "git-source-allow", changelog.DefaultSourceAllow, "the only repositories changelogs clone, whatever a component image's source label says: schemes (https://, file://), hosts (github.com, any scheme) or URL prefixes (https://git.example.com/org/); any other source is refused and its changelog section says why")
 }
 
 // addFlags adds the cache flags and the credentials of private repositories.
@@ -44,7 +46,7 @@ func (f *changelogFlags) config(dir string) changelog.Config {
 	if f.cacheDir != "" {
 		dir = f.cacheDir
 	}
-	return changelog.Config{CacheDir: dir, CacheSize: int64(f.cacheSize), CredentialsSecret: f.secret, CredentialsHosts: f.hosts}
+	return changelog.Config{CacheDir: dir, CacheSize: int64(f.cacheSize), CredentialsSecret: f.secret, CredentialsHosts: f.hosts, SourceAllow: f.allow}
 }
 
 // userCacheDir is the clone cache of `api` and `payload changelog` outside the data dir:

@@ -48,6 +48,7 @@ rejected and failed. State lives in --data-dir; a second start resumes where the
 	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8080", "address of the web UI, the Connect API and MCP")
 	opts.Client.AddRateFlags(f)
 	clFlags.addFlags(f, "<data-dir>/"+devenv.ChangeLogCacheDir)
+	f.Lookup("git-source-allow").Usage += "; the demo's repositories (file://<data-dir>/git/) are always allowed"
 	f.StringVar(&opts.ArtifactsURL, "artifacts-url", "", "base URL of the payloads' downloads (a payload's download link is <url>/<tag>); empty: no download links")
 	cmd.AddCommand(newDevBumpCommand(), newDevCheckCommand())
 	return cmd

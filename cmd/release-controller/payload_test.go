@@ -409,7 +409,17 @@ func TestPayloadChangeLog(t *testing.T) {
 	to := reg.Addr() + "/product/release:1.0.1" // by tag
 	cache := filepath.Join(t.TempDir(), "cache")
 
+	// By default only https:// repositories are read: the file:// one is named, not cloned.
 	md, progress, err := runSplit(t, "payload", "changelog", from, to, "--changelog-cache-dir", cache)
+	if err != nil {
+		t.Fatalf("payload changelog: %v\n%s", err, progress)
+	}
+	if want := "not fetched: " + apiURL + " is not an allowed git source (--git-source-allow: https://)"; progress != "" || !strings.Contains(md, want) {
+		t.Errorf("stderr %q; markdown lacks %q:\n%s", progress, want, md)
+	}
+	allow := "--git-source-allow=https://,file://" + filepath.Dir(strings.TrimPrefix(apiURL, "file://"))
+
+	md, progress, err = runSplit(t, "payload", "changelog", from, to, "--changelog-cache-dir", cache, allow)
 	if err != nil {
 		t.Fatalf("payload changelog: %v\n%s", err, progress)
 	}
@@ -427,7 +437,7 @@ func TestPayloadChangeLog(t *testing.T) {
 	}
 
 	// JSON; the clone is reused: nothing to clone or fetch.
-	js, progress, err := runSplit(t, "payload", "changelog", "-o", "json", from, to, "--changelog-cache-dir", cache)
+	js, progress, err := runSplit(t, "payload", "changelog", "-o", "json", from, to, "--changelog-cache-dir", cache, allow)
 	if err != nil {
 		t.Fatalf("payload changelog -o json: %v\n%s", err, progress)
 	}
@@ -450,7 +460,7 @@ func TestPayloadChangeLog(t *testing.T) {
 	// A new commit: the clone is fetched, not cloned again.
 	c4 := apiCommit("Later (#36)")
 	next := buildPayloadImage(t, reg, "1.0.2", releaseimage.Component{Name: "api", Image: pushLabelled(t, reg, "api", apiURL, c4)})
-	md, progress, err = runSplit(t, "payload", "changelog", to, next, "--changelog-cache-dir", cache)
+	md, progress, err = runSplit(t, "payload", "changelog", to, next, "--changelog-cache-dir", cache, allow)
 	if err != nil {
 		t.Fatalf("payload changelog: %v\n%s", err, progress)
 	}
@@ -490,6 +500,7 @@ func TestPayloadChangeLogErrors(t *testing.T) {
 		{"not a payload", []string{payload, pushComponent(t, reg, "plain", "1111")}, []string{"is not a release payload image"}},
 		{"a folder that is no cache", []string{payload, payload, "--changelog-cache-dir", busy}, []string{"changelog cache " + busy + ": the folder holds other files"}},
 		{"bad cache size", []string{payload, payload, "--changelog-cache-size", "lots"}, []string{`invalid argument "lots" for "--changelog-cache-size"`}},
+		{"bad git source", []string{payload, payload, "--git-source-allow", "github.com/org"}, []string{`git source "github.com/org": want a scheme`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"payload", "changelog", "--changelog-cache-dir", cache}, tc.args...)

@@ -8,6 +8,7 @@ package changelog
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -249,6 +250,12 @@ func fillRepo(ctx context.Context, repos *RepoCache, source string, ics []*Image
 	slices.Sort(revs)
 	revs = slices.Compact(revs)
 	h, err := repos.Open(ctx, source, revs...)
+	if errors.Is(err, ErrSourceNotAllowed) {
+		for _, ic := range ics {
+			ic.Error = err.Error() // final: the flags decide, not the network
+		}
+		return
+	}
 	if err != nil {
 		for _, ic := range ics {
 			ic.Error, ic.retry = fmt.Sprintf("repository unavailable: %v", err), true

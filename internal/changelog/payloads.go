@@ -222,6 +222,9 @@ type Config struct {
 	// prefixes, see Credentials), and to no other.
 	CredentialsSecret string
 	CredentialsHosts  []string
+	// SourceAllow is the git sources that may be cloned (see SourceAllowList); nil:
+	// DefaultSourceAllow.
+	SourceAllow []string
 	// OnFetch reports clones and fetches (RepoCacheOptions.OnFetch).
 	OnFetch func(url string, clone bool)
 	// Registry reads payload images; nil: registryclient.New().
@@ -234,6 +237,13 @@ func Setup(ctx context.Context, reader client.Reader, cfg Config) (*Payloads, er
 	if cfg.CacheDir == "" {
 		return nil, errors.New("changelog: no cache folder")
 	}
+	if cfg.SourceAllow == nil {
+		cfg.SourceAllow = DefaultSourceAllow
+	}
+	allow, err := ParseSourceAllowList(cfg.SourceAllow)
+	if err != nil {
+		return nil, err
+	}
 	creds, err := ReadCredentials(ctx, reader, cfg.CredentialsSecret, cfg.CredentialsHosts)
 	if err != nil {
 		return nil, err
@@ -241,7 +251,7 @@ func Setup(ctx context.Context, reader client.Reader, cfg Config) (*Payloads, er
 	if err := claimCacheDir(cfg.CacheDir); err != nil {
 		return nil, err
 	}
-	repos, err := NewRepoCache(RepoCacheOptions{Dir: cfg.CacheDir, MaxBytes: cfg.CacheSize, Credentials: creds, OnFetch: cfg.OnFetch})
+	repos, err := NewRepoCache(RepoCacheOptions{Dir: cfg.CacheDir, MaxBytes: cfg.CacheSize, Credentials: creds, Allow: allow, OnFetch: cfg.OnFetch})
 	if err != nil {
 		return nil, fmt.Errorf("opening the changelog cache %s: %w", cfg.CacheDir, err)
 	}

@@ -3,6 +3,7 @@ package changelog
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -384,5 +385,105 @@ func TestSetupClaimsOnlyItsOwnFolder(t *testing.T) {
 	if _, err := Setup(context.Background(), nil, Config{CacheDir: dir, CredentialsSecret: "ns/git", CredentialsHosts: []string{"github.com"}}); err == nil ||
 		!strings.Contains(err.Error(), "no cluster to read it from") {
 		t.Fatalf("a secret without a cluster: %v", err)
+	}
+}
+
+// A component's source label cannot make the server read its own disk or reach a host of its
+// network: Setup's default list (https only) refuses file:// and http:// before anything is
+// fetched, and the changelog says why; a folder the list names is read.
+func TestSetupFetchesOnlyAllowedSources(t *testing.T) {
+	e := newPayloadEnv(t)
+	var requests atomic.Int32
+	internal := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		http.NotFound(w, nil)
+	}))
+	defer internal.Close()
+	allowed := newTestRepo(t)
+	a1 := allowed.commit("one")
+	a2 := allowed.commit("two", a1)
+	allowed.setBranch("main", a2)
+	r1, r2 := plumbing.NewHash(strings.Repeat("1", 40)), plumbing.NewHash(strings.Repeat("2", 40))
+	hostile := map[string]string{
+		"etc":      "file:///etc",
+		"path":     "/etc",
+		"internal": internal.URL + "/org/repo.git",
+		"scp":      strings.TrimPrefix(internal.URL, "http://") + ":org/repo.git",
+	}
+	var from, to []releaseimage.Component
+	for name, source := range hostile {
+		from = append(from, e.component(name, source, r1))
+		to = append(to, e.component(name, source, r2))
+	}
+	p1 := e.payload("1.0.0", append(from, e.component("allowed", allowed.url(), a1))...)
+	p2 := e.payload("1.0.1", append(to, e.component("allowed", allowed.url(), a2))...)
+
+	for _, tc := range []struct {
+		name  string
+		allow []string
+	}{{"default", nil}, {"the repository's folder", []string{"https://", "file://" + allowed.dir}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "cache")
+			cls, err := Setup(context.Background(), nil, Config{CacheDir: dir, Registry: e.client, SourceAllow: tc.allow})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := cls.ChangeLog(context.Background(), p1, p2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			list := "https://"
+			if tc.allow != nil {
+				list = strings.Join(tc.allow, ",")
+			}
+			for name, source := range hostile {
+				ic := findImage(t, cl.UpdatedImages, name)
+				want := "not fetched: " + source + " is not an allowed git source (--git-source-allow: " + list + ")"
+				if ic.Error != want || len(ic.Commits) != 0 {
+					t.Errorf("%s: error %q, %d commits; want %q", name, ic.Error, len(ic.Commits), want)
+				}
+				if md := cl.Markdown(); !strings.Contains(md, want) {
+					t.Errorf("the markdown does not say why %s has no commits:\n%s", name, md)
+				}
+			}
+			ic := findImage(t, cl.UpdatedImages, "allowed")
+			if tc.allow == nil && !strings.HasPrefix(ic.Error, "not fetched: file://") {
+				t.Errorf("allowed repository under the default list: %+v", ic)
+			}
+			if tc.allow != nil && (ic.Error != "" || !slices.Equal(shas(ic), []string{a2.String()})) {
+				t.Errorf("allowed repository: %+v", ic)
+			}
+			clones, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, c := range clones {
+				if c.Name() != CacheMarker {
+					names = append(names, c.Name())
+				}
+			}
+			if wantClones := map[bool]int{true: 0, false: 1}[tc.allow == nil]; len(names) != wantClones {
+				t.Errorf("clones %v, want %d", names, wantClones)
+			}
+		})
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("the internal server got %d requests", n)
+	}
+	// The count means something: a list that names http:// reaches the server.
+	cls, err := Setup(context.Background(), nil, Config{CacheDir: t.TempDir(), Registry: e.client, SourceAllow: []string{"http://"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cls.ChangeLog(context.Background(), p1, p2); err != nil {
+		t.Fatal(err)
+	}
+	if requests.Load() == 0 {
+		t.Error("http:// allowed, yet the server got no request")
+	}
+	if _, err := Setup(context.Background(), nil, Config{CacheDir: t.TempDir(), SourceAllow: []string{"github.com/org"}}); err == nil ||
+		!strings.Contains(err.Error(), `git source "github.com/org"`) {
+		t.Errorf("a bad entry: %v", err)
 	}
 }

@@ -33,6 +33,10 @@ type RepoCacheOptions struct {
 	FetchTimeout time.Duration
 	// Credentials for private repositories.
 	Credentials Credentials
+	// Allow, if set, is the only sources Open clones or fetches; any other is refused before
+	// anything touches the disk or the network. Nil allows every source (commands set it
+	// through Config).
+	Allow *SourceAllowList
 	// OnFetch, if set, is called before a repository is cloned (clone true) or fetched
 	// because a revision is missing, e.g. to show progress.
 	OnFetch func(url string, clone bool)
@@ -220,6 +224,11 @@ func (c *RepoCache) Open(ctx context.Context, url string, revisions ...string) (
 	url = strings.TrimSpace(url)
 	if url == "" {
 		return nil, errors.New("no source repository")
+	}
+	if c.opts.Allow != nil {
+		if err := c.opts.Allow.Check(url); err != nil {
+			return nil, err
+		}
 	}
 	c.mu.Lock()
 	e, ok := c.entries[url]

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -162,6 +163,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if clConfig.CacheDir == "" {
 		clConfig.CacheDir = filepath.Join(dataDir, ChangeLogCacheDir)
 	}
+	// The demo's components come from git repositories in the data dir: those, and no other
+	// folder of this machine.
+	if clConfig.SourceAllow == nil {
+		clConfig.SourceAllow = changelog.DefaultSourceAllow
+	}
+	clConfig.SourceAllow = append(slices.Clip(clConfig.SourceAllow), "file://"+demo.Options{Dir: dataDir}.GitRoot()+"/")
 	// Payload images are read from the embedded registry, as the controllers read them.
 	clConfig.Registry = mgrOpts.Registry
 	changeLogs, err := changelog.Setup(ctx, mgr.GetAPIReader(), clConfig)

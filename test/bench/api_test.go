@@ -35,7 +35,7 @@ const (
 )
 
 // BenchmarkShippedAPI measures `release-controller api --kubeconfig FILE --changelog-cache-dir
-// DIR` as shipped, serving 10,000 payloads in 10 streams (BENCH_API_PAYLOADS sets the total)
+// DIR --git-source-allow file://REPO` as shipped, serving 10,000 payloads in 10 streams (BENCH_API_PAYLOADS sets the total)
 // from its informer caches: latency of the REST routes scripts call most and of the stream and
 // release pages, over loopback, one request at a time; the memory its caches hold per payload;
 // and the latency of a cached changelog (release info with it, /changelog as JSON, the payload
@@ -69,7 +69,8 @@ func runShippedAPI(b *testing.B, binary string, n int) {
 
 	listen := freeAddr(b)
 	api := startProcess(b, binary, filepath.Join(dir, "api.log"), "api", "--kubeconfig", kubeconfig, "--listen", listen,
-		"--changelog-cache-dir", filepath.Join(dir, "changelog-cache"))
+		"--changelog-cache-dir", filepath.Join(dir, "changelog-cache"),
+		"--git-source-allow", "file://"+filepath.Join(dir, sourceRepoDir)) // the repository of buildChangeLogPayloads
 	defer api.stop()
 	base := "http://" + listen
 	waitServing(b, api, base+"/healthz")

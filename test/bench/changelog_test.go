@@ -123,13 +123,16 @@ type changeLogFixture struct {
 	apiCommits []string
 }
 
+// sourceRepoDir is the folder of buildChangeLogPayloads' repository in its dir.
+const sourceRepoDir = "source.git"
+
 // buildChangeLogPayloads writes a repository with a few commits in dir, pushes component
 // images labelled with it to the registry at registryAddr, and builds the payload images of
 // the tags olderTag and newerTag of the stream with releaseimage.Build: "api" moves over
 // three commits, "web" over two, "tests" is the same image in both.
 func buildChangeLogPayloads(b *testing.B, registryAddr, dir, streamName, olderTag, newerTag string) changeLogFixture {
 	b.Helper()
-	repo := newSourceRepo(b, filepath.Join(dir, "source.git"))
+	repo := newSourceRepo(b, filepath.Join(dir, sourceRepoDir))
 	c1 := repo.commit("Initial commit\n")
 	c2 := repo.commit("Add the payload page (#12)\n\nFixes OCPBUGS-1234.\n", c1)
 	f1 := repo.commit("Render the changelog\n", c2)

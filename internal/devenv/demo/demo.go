@@ -99,9 +99,12 @@ func (o Options) PayloadRepository() string {
 	return o.Registry + "/" + o.namespace() + "/release"
 }
 
+// GitRoot is the folder of the components' git repositories.
+func (o Options) GitRoot() string { return filepath.Join(o.Dir, "git") }
+
 // GitDir is the git repository of a component.
 func (o Options) GitDir(component string) string {
-	return filepath.Join(o.Dir, "git", component)
+	return filepath.Join(o.GitRoot(), component)
 }
 
 // The verification check kinds, run as `release-controller dev check <kind>`.
