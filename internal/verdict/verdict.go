@@ -3,6 +3,7 @@ package verdict
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -26,43 +27,105 @@ func SkippedMessage(v v1alpha1.Verification) string {
 
 // VerificationState judges a verification by its runs, with a message that explains it.
 func VerificationState(v v1alpha1.Verification, runs []v1alpha1.JobRun) (v1alpha1.JobState, string) {
+	t := tallyRuns(v, runs)
+	return t.state, t.message()
+}
+
+// runRule names the rule that gave a verification its state; runTally.message explains it.
+type runRule int
+
+const (
+	ruleOnlyRunPassed runRule = iota
+	ruleRetryPassed
+	ruleAttemptsFailed
+	ruleGaveUp
+	ruleNotStarted
+	ruleRunning
+	ruleRetryRunning
+	ruleRetryPending
+	ruleAggregatedPassed
+	ruleAggregatedFailed
+	ruleAggregatedPending
+)
+
+// runTally is what a verification's runs add up to. It holds numbers only, so that judging
+// (Recorded) costs no formatting; message explains it.
+type runTally struct {
+	state v1alpha1.JobState
+	rule  runRule
+	// A verification with retries: the attempt that passed, the runs, and their outcomes.
+	passedAttempt, runs, attempts, failed, unknown int32
+	// An aggregated verification: runs passed, ended and needed of total.
+	passed, ended, need, total int32
+}
+
+func tallyRuns(v v1alpha1.Verification, runs []v1alpha1.JobRun) runTally {
 	if v.Aggregation != nil {
-		return aggregatedState(*v.Aggregation, runs)
+		return tallyAggregated(*v.Aggregation, runs)
 	}
-	attempts := v.MaxRetries + 1
-	var failed, unknown, running int32
+	t := runTally{runs: int32(len(runs)), attempts: v.MaxRetries + 1}
+	var running int32
 	for _, r := range runs {
 		switch r.State {
 		case v1alpha1.JobSuccess:
+			t.state, t.rule, t.passedAttempt = v1alpha1.JobSuccess, ruleRetryPassed, r.Attempt
 			if len(runs) == 1 {
-				return v1alpha1.JobSuccess, "passed"
+				t.rule = ruleOnlyRunPassed
 			}
-			return v1alpha1.JobSuccess, fmt.Sprintf("passed on attempt %d", r.Attempt)
+			return t
 		case v1alpha1.JobFailure:
-			failed++
+			t.failed++
 		case v1alpha1.JobUnknown:
-			unknown++
+			t.unknown++
 		default:
 			running++
 		}
 	}
-	lost := ""
-	if unknown > 0 {
-		lost = fmt.Sprintf(", %d lost", unknown)
-	}
+	t.state = v1alpha1.JobPending
 	switch {
-	case failed >= attempts:
-		return v1alpha1.JobFailure, fmt.Sprintf("failed %d of %d attempts%s", failed, attempts, lost)
-	case running == 0 && int32(len(runs)) >= jobcontract.MaxRuns(v):
-		return v1alpha1.JobUnknown, fmt.Sprintf("gave up after %d runs: the results of %d were lost (their objects were deleted before they finished)", len(runs), unknown)
-	case len(runs) == 0:
-		return v1alpha1.JobPending, "not started"
-	case failed+unknown == 0:
-		return v1alpha1.JobPending, "running"
+	case t.failed >= t.attempts:
+		t.state, t.rule = v1alpha1.JobFailure, ruleAttemptsFailed
+	case running == 0 && t.runs >= jobcontract.MaxRuns(v):
+		t.state, t.rule = v1alpha1.JobUnknown, ruleGaveUp
+	case t.runs == 0:
+		t.rule = ruleNotStarted
+	case t.failed+t.unknown == 0:
+		t.rule = ruleRunning
 	case running > 0:
-		return v1alpha1.JobPending, fmt.Sprintf("%d of %d attempts failed%s; retry running", failed, attempts, lost)
+		t.rule = ruleRetryRunning
+	default:
+		t.rule = ruleRetryPending
 	}
-	return v1alpha1.JobPending, fmt.Sprintf("%d of %d attempts failed%s; retry pending", failed, attempts, lost)
+	return t
+}
+
+func (t runTally) message() string {
+	lost := ""
+	if t.unknown > 0 {
+		lost = fmt.Sprintf(", %d lost", t.unknown)
+	}
+	summary := fmt.Sprintf("%d of %d runs passed, %d needed", t.passed, t.total, t.need)
+	switch t.rule {
+	case ruleOnlyRunPassed:
+		return "passed"
+	case ruleRetryPassed:
+		return fmt.Sprintf("passed on attempt %d", t.passedAttempt)
+	case ruleAttemptsFailed:
+		return fmt.Sprintf("failed %d of %d attempts%s", t.failed, t.attempts, lost)
+	case ruleGaveUp:
+		return fmt.Sprintf("gave up after %d runs: the results of %d were lost (their objects were deleted before they finished)", t.runs, t.unknown)
+	case ruleNotStarted:
+		return "not started"
+	case ruleRunning:
+		return "running"
+	case ruleRetryRunning:
+		return fmt.Sprintf("%d of %d attempts failed%s; retry running", t.failed, t.attempts, lost)
+	case ruleRetryPending:
+		return fmt.Sprintf("%d of %d attempts failed%s; retry pending", t.failed, t.attempts, lost)
+	case ruleAggregatedPending:
+		return fmt.Sprintf("%s; %d of %d runs finished", summary, t.ended, t.total)
+	}
+	return summary // ruleAggregatedPassed, ruleAggregatedFailed
 }
 
 // RequiredPasses is how many of an aggregated verification's runs must pass.
@@ -71,28 +134,115 @@ func RequiredPasses(a v1alpha1.Aggregation) int32 {
 	return max(1, int32(math.Ceil(a.PassRatio*float64(a.Runs)-1e-9)))
 }
 
-func aggregatedState(a v1alpha1.Aggregation, runs []v1alpha1.JobRun) (v1alpha1.JobState, string) {
-	need := RequiredPasses(a)
-	var passed, ended int32
+func tallyAggregated(a v1alpha1.Aggregation, runs []v1alpha1.JobRun) runTally {
+	t := runTally{need: RequiredPasses(a), total: a.Runs}
 	for _, r := range runs {
 		if r.Attempt > a.Runs {
 			continue // not one of the configured runs
 		}
 		if r.State == v1alpha1.JobSuccess {
-			passed++
+			t.passed++
 		}
 		if r.State.IsTerminal() {
-			ended++
+			t.ended++
 		}
 	}
-	summary := fmt.Sprintf("%d of %d runs passed, %d needed", passed, a.Runs, need)
 	switch {
-	case passed >= need:
-		return v1alpha1.JobSuccess, summary
-	case passed+(a.Runs-ended) < need:
-		return v1alpha1.JobFailure, summary
+	case t.passed >= t.need:
+		t.state, t.rule = v1alpha1.JobSuccess, ruleAggregatedPassed
+	case t.passed+(a.Runs-t.ended) < t.need:
+		t.state, t.rule = v1alpha1.JobFailure, ruleAggregatedFailed
+	default:
+		t.state, t.rule = v1alpha1.JobPending, ruleAggregatedPending
 	}
-	return v1alpha1.JobPending, fmt.Sprintf("%s; %d of %d runs finished", summary, ended, a.Runs)
+	return t
+}
+
+// verificationTally counts a payload's verifications by type and state.
+type verificationTally struct {
+	blocking, failedBlocking, pendingBlocking, unknownBlocking, skippedBlocking, unfinishedInforming int
+}
+
+func (t *verificationTally) add(typ v1alpha1.VerificationType, state v1alpha1.JobState) {
+	if typ == v1alpha1.Informing {
+		if !state.IsTerminal() {
+			t.unfinishedInforming++
+		}
+		return
+	}
+	t.blocking++
+	switch state {
+	case v1alpha1.JobFailure:
+		t.failedBlocking++
+	case v1alpha1.JobUnknown:
+		t.unknownBlocking++
+	case v1alpha1.JobPending, "":
+		t.pendingBlocking++
+	case v1alpha1.JobSkipped:
+		t.skippedBlocking++
+	}
+}
+
+// outcome names the rule that decides a payload's verdict; ComputeConditions explains it in
+// the conditions, Recorded needs only its phase.
+type outcome int
+
+const (
+	outcomeCreationFailed outcome = iota
+	outcomeNotCreated
+	outcomeOverrideAccepted
+	outcomeOverrideRejected
+	outcomeBlockingFailed
+	outcomeBlockingSucceeded
+	outcomeNoBlockingEnded
+	outcomeWaiting
+)
+
+// decide applies the verdict rules in order (see ComputeConditions). creation is the creation
+// job's status after an abort is taken into account.
+func decide(override *v1alpha1.PayloadOverride, creation v1alpha1.CreationJobStatus, t verificationTally) outcome {
+	switch {
+	case creation == v1alpha1.CreationJobFailed:
+		return outcomeCreationFailed
+	case creation != v1alpha1.CreationJobSuccess:
+		return outcomeNotCreated
+	case override != nil && override.Override == v1alpha1.OverrideAccepted:
+		return outcomeOverrideAccepted
+	case override != nil && override.Override == v1alpha1.OverrideRejected:
+		return outcomeOverrideRejected
+	case t.failedBlocking > 0:
+		return outcomeBlockingFailed
+	case t.blocking > 0 && t.pendingBlocking == 0 && t.unknownBlocking == 0:
+		return outcomeBlockingSucceeded
+	case t.blocking == 0 && t.unfinishedInforming == 0:
+		return outcomeNoBlockingEnded
+	}
+	return outcomeWaiting
+}
+
+// phase is the phase of an outcome, as Phase reads it from the conditions ComputeConditions
+// writes for it.
+func (o outcome) phase() v1alpha1.PayloadPhase {
+	switch o {
+	case outcomeCreationFailed:
+		return v1alpha1.PhaseFailed
+	case outcomeNotCreated:
+		return v1alpha1.PhasePending
+	case outcomeOverrideAccepted, outcomeBlockingSucceeded, outcomeNoBlockingEnded:
+		return v1alpha1.PhaseAccepted
+	case outcomeOverrideRejected, outcomeBlockingFailed:
+		return v1alpha1.PhaseRejected
+	}
+	return v1alpha1.PhaseReady
+}
+
+// afterAbort is the creation result once an abort (aborted holds its reason) is taken into
+// account: a payload superseded before its image was built has failed.
+func afterAbort(creation v1alpha1.ReleaseCreationJobResult, aborted string) v1alpha1.ReleaseCreationJobResult {
+	if aborted != "" && creation.Status != v1alpha1.CreationJobSuccess {
+		return v1alpha1.ReleaseCreationJobResult{Name: creation.Name, Status: v1alpha1.CreationJobFailed, Message: "aborted: " + aborted}
+	}
+	return creation
 }
 
 // ComputeConditions decides PayloadCreated, PayloadFailed, PayloadAccepted and PayloadRejected.
@@ -105,9 +255,7 @@ func aggregatedState(a v1alpha1.Aggregation, runs []v1alpha1.JobRun) (v1alpha1.J
 // (an upgrade with nothing to upgrade from) has ended and holds nothing back; the message
 // names it. Accepted and Rejected are never both True.
 func ComputeConditions(override *v1alpha1.PayloadOverride, creation v1alpha1.ReleaseCreationJobResult, aborted string, verifications []v1alpha1.VerificationStatus) []metav1.Condition {
-	if aborted != "" && creation.Status != v1alpha1.CreationJobSuccess {
-		creation = v1alpha1.ReleaseCreationJobResult{Name: creation.Name, Status: v1alpha1.CreationJobFailed, Message: "aborted: " + aborted}
-	}
+	creation = afterAbort(creation, aborted)
 	created := metav1.Condition{Type: v1alpha1.ConditionPayloadCreated, Message: creation.Message}
 	failed := metav1.Condition{
 		Type: v1alpha1.ConditionPayloadFailed, Status: metav1.ConditionFalse,
@@ -130,85 +278,76 @@ func ComputeConditions(override *v1alpha1.PayloadOverride, creation v1alpha1.Rel
 		}
 	}
 
+	var tally verificationTally
+	for _, v := range verifications {
+		tally.add(v.Type, v.State)
+	}
 	accepted := metav1.Condition{Type: v1alpha1.ConditionPayloadAccepted, Status: metav1.ConditionFalse}
 	rejected := metav1.Condition{Type: v1alpha1.ConditionPayloadRejected, Status: metav1.ConditionFalse}
-	verdict := func(acceptedStatus metav1.ConditionStatus, reason, message string) {
+	both := func(reason, message string) {
 		accepted.Reason, accepted.Message = reason, message
 		rejected.Reason, rejected.Message = reason, message
-		if acceptedStatus == metav1.ConditionTrue {
-			accepted.Status = metav1.ConditionTrue
-		}
 	}
-	switch {
-	case creation.Status == v1alpha1.CreationJobFailed:
-		verdict(metav1.ConditionFalse, v1alpha1.ReasonPayloadFailed, "the payload failed: "+creation.Message)
-	case creation.Status != v1alpha1.CreationJobSuccess:
-		verdict(metav1.ConditionFalse, v1alpha1.ReasonPayloadNotCreated, "waiting for the payload image to be built")
-	case override != nil && override.Override == v1alpha1.OverrideAccepted:
-		verdict(metav1.ConditionTrue, v1alpha1.ReasonManualOverride, "manually accepted: "+override.Reason)
-	case override != nil && override.Override == v1alpha1.OverrideRejected:
-		verdict(metav1.ConditionFalse, v1alpha1.ReasonManualOverride, "manually rejected: "+override.Reason)
+	switch o := decide(override, creation.Status, tally); o {
+	case outcomeCreationFailed:
+		both(v1alpha1.ReasonPayloadFailed, "the payload failed: "+creation.Message)
+	case outcomeNotCreated:
+		both(v1alpha1.ReasonPayloadNotCreated, "waiting for the payload image to be built")
+	case outcomeOverrideAccepted:
+		both(v1alpha1.ReasonManualOverride, "manually accepted: "+override.Reason)
+		accepted.Status = metav1.ConditionTrue
+	case outcomeOverrideRejected:
+		both(v1alpha1.ReasonManualOverride, "manually rejected: "+override.Reason)
 		rejected.Status = metav1.ConditionTrue
+	case outcomeBlockingFailed:
+		message := "blocking jobs failed: " + names(verifications, blockingIn(v1alpha1.JobFailure))
+		accepted.Reason, accepted.Message = v1alpha1.ReasonPayloadRejected, message
+		rejected.Status, rejected.Reason, rejected.Message = metav1.ConditionTrue, v1alpha1.ReasonBlockingJobFailed, message
+	case outcomeBlockingSucceeded, outcomeNoBlockingEnded:
+		reason, message := v1alpha1.ReasonBlockingJobsSucceeded, fmt.Sprintf("all %d blocking jobs succeeded", tally.blocking)
+		switch {
+		case o == outcomeNoBlockingEnded:
+			reason, message = v1alpha1.ReasonVerificationsCompleted, "no blocking jobs; every job has ended"
+		case tally.skippedBlocking > 0:
+			message = fmt.Sprintf("%d of %d blocking jobs succeeded; skipped: %s",
+				tally.blocking-tally.skippedBlocking, tally.blocking, names(verifications, blockingIn(v1alpha1.JobSkipped)))
+		}
+		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, reason, message
+		rejected.Reason, rejected.Message = v1alpha1.ReasonPayloadAccepted, message
 	default:
-		judgeVerifications(verifications, &accepted, &rejected)
+		var parts []string
+		if tally.pendingBlocking > 0 {
+			parts = append(parts, "waiting for blocking jobs: "+names(verifications, blockingIn(v1alpha1.JobPending, "")))
+		}
+		if tally.unknownBlocking > 0 {
+			parts = append(parts, "blocking jobs with unknown results: "+names(verifications, blockingIn(v1alpha1.JobUnknown)))
+		}
+		if tally.blocking == 0 {
+			parts = append(parts, "no blocking jobs; waiting for: "+names(verifications, func(v v1alpha1.VerificationStatus) bool {
+				return v.Type == v1alpha1.Informing && !v.State.IsTerminal()
+			}))
+		}
+		both(v1alpha1.ReasonBlockingJobsPending, strings.Join(parts, "; "))
 	}
 	return []metav1.Condition{created, failed, accepted, rejected}
 }
 
-// judgeVerifications sets Accepted and Rejected from the verification states.
-func judgeVerifications(verifications []v1alpha1.VerificationStatus, accepted, rejected *metav1.Condition) {
-	var blocking, failedBlocking, pendingBlocking, unknownBlocking, skippedBlocking, unfinished []string
+// blockingIn selects the blocking verifications in one of the states.
+func blockingIn(states ...v1alpha1.JobState) func(v1alpha1.VerificationStatus) bool {
+	return func(v v1alpha1.VerificationStatus) bool {
+		return v.Type != v1alpha1.Informing && slices.Contains(states, v.State)
+	}
+}
+
+// names joins the names of the verifications selected.
+func names(verifications []v1alpha1.VerificationStatus, selected func(v1alpha1.VerificationStatus) bool) string {
+	var out []string
 	for _, v := range verifications {
-		if v.Type == v1alpha1.Informing {
-			if !v.State.IsTerminal() {
-				unfinished = append(unfinished, v.Name)
-			}
-			continue
-		}
-		blocking = append(blocking, v.Name)
-		switch v.State {
-		case v1alpha1.JobFailure:
-			failedBlocking = append(failedBlocking, v.Name)
-		case v1alpha1.JobUnknown:
-			unknownBlocking = append(unknownBlocking, v.Name)
-		case v1alpha1.JobPending, "":
-			pendingBlocking = append(pendingBlocking, v.Name)
-		case v1alpha1.JobSkipped:
-			skippedBlocking = append(skippedBlocking, v.Name)
+		if selected(v) {
+			out = append(out, v.Name)
 		}
 	}
-	switch {
-	case len(failedBlocking) > 0:
-		message := "blocking jobs failed: " + strings.Join(failedBlocking, ", ")
-		accepted.Reason, accepted.Message = v1alpha1.ReasonPayloadRejected, message
-		rejected.Status, rejected.Reason, rejected.Message = metav1.ConditionTrue, v1alpha1.ReasonBlockingJobFailed, message
-	case len(blocking) > 0 && len(pendingBlocking) == 0 && len(unknownBlocking) == 0:
-		message := fmt.Sprintf("all %d blocking jobs succeeded", len(blocking))
-		if len(skippedBlocking) > 0 {
-			message = fmt.Sprintf("%d of %d blocking jobs succeeded; skipped: %s",
-				len(blocking)-len(skippedBlocking), len(blocking), strings.Join(skippedBlocking, ", "))
-		}
-		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, v1alpha1.ReasonBlockingJobsSucceeded, message
-		rejected.Reason, rejected.Message = v1alpha1.ReasonPayloadAccepted, message
-	case len(blocking) == 0 && len(unfinished) == 0:
-		message := "no blocking jobs; every job has ended"
-		accepted.Status, accepted.Reason, accepted.Message = metav1.ConditionTrue, v1alpha1.ReasonVerificationsCompleted, message
-		rejected.Reason, rejected.Message = v1alpha1.ReasonPayloadAccepted, message
-	default:
-		var parts []string
-		if len(pendingBlocking) > 0 {
-			parts = append(parts, "waiting for blocking jobs: "+strings.Join(pendingBlocking, ", "))
-		}
-		if len(unknownBlocking) > 0 {
-			parts = append(parts, "blocking jobs with unknown results: "+strings.Join(unknownBlocking, ", "))
-		}
-		if len(blocking) == 0 {
-			parts = append(parts, "no blocking jobs; waiting for: "+strings.Join(unfinished, ", "))
-		}
-		message := strings.Join(parts, "; ")
-		accepted.Reason, accepted.Message = v1alpha1.ReasonBlockingJobsPending, message
-		rejected.Reason, rejected.Message = v1alpha1.ReasonBlockingJobsPending, message
-	}
+	return strings.Join(out, ", ")
 }
 
 // Phase derives the phase from the conditions.
