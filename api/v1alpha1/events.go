@@ -37,6 +37,10 @@ const (
 	EventAccepted = "Accepted"
 	// EventRejected (Warning): the payload was rejected.
 	EventRejected = "Rejected"
+	// EventVerdictCorrected (Warning): the status held a verdict its recorded evidence does not
+	// give (someone else wrote it, such as a hand-edited Accepted condition); nothing acted on
+	// it, and the payload controller wrote back the phase the evidence gives.
+	EventVerdictCorrected = "VerdictCorrected"
 	// EventReleaseLogFull (Warning): the payload's verdict is not in the release log: its day
 	// holds the most entries or bytes it may.
 	EventReleaseLogFull = "ReleaseLogFull"

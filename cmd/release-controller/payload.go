@@ -26,6 +26,7 @@ import (
 	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/signing"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // maxPrevious is how many earlier accepted releases a payload lists as upgrade sources.
@@ -141,7 +142,7 @@ func previousReleases(coords v1alpha1.PayloadCoordinates, payloads []v1alpha1.Re
 	var earlier []release
 	for _, p := range payloads {
 		pc := p.Spec.PayloadCoordinates
-		if pc.Stream != coords.Stream || p.Status.Phase != v1alpha1.PhaseAccepted {
+		if pc.Stream != coords.Stream || !verdict.Accepted(&p) {
 			continue
 		}
 		v, err := semver.StrictNewVersion(pc.Tag)

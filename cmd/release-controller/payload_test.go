@@ -25,6 +25,7 @@ import (
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
 // startRegistry runs an embedded registry for one test.
@@ -97,8 +98,7 @@ func createPayload(t *testing.T, ns, stream, tag, repository string, phase v1alp
 	if phase == "" {
 		return
 	}
-	p.Status.Phase = phase
-	p.Status.ReleaseCreationJobResult.Status = v1alpha1.CreationJobSuccess
+	verdicttest.Earn(p, phase)
 	if err := env.Client.Status().Update(ctx, p); err != nil {
 		t.Fatalf("setting the phase of payload %s: %v", tag, err)
 	}
@@ -281,12 +281,14 @@ func TestPayloadBuildErrors(t *testing.T) {
 }
 
 func TestPreviousReleases(t *testing.T) {
-	accepted := func(stream, tag string) v1alpha1.ReleasePayload {
-		return v1alpha1.ReleasePayload{
-			Spec:   v1alpha1.ReleasePayloadSpec{PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: stream, Tag: tag}},
-			Status: v1alpha1.ReleasePayloadStatus{Phase: v1alpha1.PhaseAccepted},
+	payload := func(stream, tag string, phase v1alpha1.PayloadPhase) v1alpha1.ReleasePayload {
+		p := v1alpha1.ReleasePayload{
+			Spec: v1alpha1.ReleasePayloadSpec{PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: stream, Tag: tag}},
 		}
+		verdicttest.Earn(&p, phase)
+		return p
 	}
+	accepted := func(stream, tag string) v1alpha1.ReleasePayload { return payload(stream, tag, v1alpha1.PhaseAccepted) }
 	current := v1alpha1.PayloadCoordinates{Stream: "s", Tag: "4.15.0-0.nightly-2026-11-22-093000"}
 	for _, tc := range []struct {
 		name     string
@@ -309,12 +311,13 @@ func TestPreviousReleases(t *testing.T) {
 		{"an earlier minor counts", []v1alpha1.ReleasePayload{accepted("s", "4.14.9")}, []string{"4.14.9"}},
 		{"the release 4.15.0 is later than its pre-releases", []v1alpha1.ReleasePayload{accepted("s", "4.15.0"), accepted("s", "4.15.0-0.ci-2026-11-23-093000")},
 			[]string{"4.15.0-0.ci-2026-11-23-093000"}},
-		{"itself, later, other streams, not accepted and bad tags do not", []v1alpha1.ReleasePayload{
+		{"itself, later, other streams, not accepted, accepted by hand and bad tags do not", []v1alpha1.ReleasePayload{
 			accepted("s", current.Tag),
 			accepted("s", "4.15.1"),
 			accepted("other", "4.14.0"),
-			{Spec: accepted("s", "4.14.1").Spec, Status: v1alpha1.ReleasePayloadStatus{Phase: v1alpha1.PhaseRejected}},
-			{Spec: accepted("s", "4.14.2").Spec, Status: v1alpha1.ReleasePayloadStatus{Phase: v1alpha1.PhaseReady}},
+			payload("s", "4.14.1", v1alpha1.PhaseRejected),
+			payload("s", "4.14.2", v1alpha1.PhaseReady),
+			*verdicttest.HandWritten("ns", "s", "4.14.3", v1alpha1.PhaseAccepted),
 			accepted("s", "v4.14"),
 		}, []string{}},
 	} {

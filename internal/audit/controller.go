@@ -36,6 +36,7 @@ import (
 	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/signing"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	"github.com/release-controller/release-controller/internal/verdict"
 	"github.com/release-controller/release-controller/internal/version"
 )
 
@@ -423,7 +424,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func accepted() predicate.Predicate {
 	isAccepted := func(obj client.Object) bool {
 		p, ok := obj.(*v1alpha1.ReleasePayload)
-		return ok && p.Status.Phase == v1alpha1.PhaseAccepted
+		return ok && verdict.Accepted(p)
 	}
 	return predicate.Funcs{
 		CreateFunc:  func(e event.CreateEvent) bool { return isAccepted(e.Object) },

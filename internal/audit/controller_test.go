@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	. "github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +37,7 @@ import (
 	"github.com/release-controller/release-controller/internal/signing"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"
 	"github.com/release-controller/release-controller/internal/testenv"
+	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
 var (
@@ -93,6 +95,18 @@ func push(t *testing.T, ref string, img v1.Image) string {
 // its ReleasePayload in ns, accepted, as the payload controller leaves it.
 func acceptedPayload(t *testing.T, ns string) *v1alpha1.ReleasePayload {
 	t.Helper()
+	return createPayload(t, ns, true)
+}
+
+// handWrittenPayload is acceptedPayload with a verification e2e that never ran, and a status
+// someone wrote by hand to say Accepted.
+func handWrittenPayload(t *testing.T, ns string) *v1alpha1.ReleasePayload {
+	t.Helper()
+	return createPayload(t, ns, false)
+}
+
+func createPayload(t *testing.T, ns string, earned bool) *v1alpha1.ReleasePayload {
+	t.Helper()
 	created := time.Date(2026, 11, 23, 10, int(minute.Add(1)), 0, 0, time.UTC)
 	tag := "4.15.0-0.nightly-" + created.Format("2006-01-02-150405")
 	repo := reg.Addr() + "/" + ns + "/release"
@@ -117,6 +131,9 @@ func acceptedPayload(t *testing.T, ns string) *v1alpha1.ReleasePayload {
 			PayloadCreationConfig: v1alpha1.PayloadCreationConfig{Repository: repo},
 		},
 	}
+	if !earned {
+		p.Spec.PayloadVerificationConfig.Verifications = []v1alpha1.Verification{{Name: "e2e", Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{}}}}
+	}
 	ctx := context.Background()
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
@@ -129,6 +146,9 @@ func acceptedPayload(t *testing.T, ns string) *v1alpha1.ReleasePayload {
 			Type: v1alpha1.ConditionPayloadAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBlockingJobsSucceeded,
 			Message: "all blocking jobs succeeded", LastTransitionTime: metav1.Now(),
 		}},
+	}
+	if earned {
+		verdicttest.Earn(p, v1alpha1.PhaseAccepted) // as the payload controller records it
 	}
 	if err := env.Client.Status().Update(ctx, p); err != nil {
 		t.Fatal(err)
@@ -228,8 +248,9 @@ func TestAcceptedPayloadIsAuditedAndSignedOnce(t *testing.T) {
 	p := acceptedPayload(t, ns)
 	notAccepted := acceptedPayload(t, ns)
 	notAccepted.Status.Phase = v1alpha1.PhaseReady
-	notAccepted.Status.Conditions[0].Status = metav1.ConditionFalse
+	meta.FindStatusCondition(notAccepted.Status.Conditions, v1alpha1.ConditionPayloadAccepted).Status = metav1.ConditionFalse
 	g.Expect(env.Client.Status().Update(context.Background(), notAccepted)).To(Succeed())
+	handWritten := handWrittenPayload(t, ns)
 
 	stop := startAudit(t, ns, &audit.Reconciler{Options: audit.Options{Store: openStore(t, dir), KeySecret: key.secret}})
 	g.Eventually(condition(g, p, v1alpha1.ConditionPayloadSigned), waitTimeout).Should(withReason(v1alpha1.ReasonSigned))
@@ -261,8 +282,10 @@ func TestAcceptedPayloadIsAuditedAndSignedOnce(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kr.IDs()).To(ContainElement(key.key.ID()))
 
-	// Not accepted: never audited.
+	// Not accepted, or accepted by hand only: never audited (nor signed).
 	g.Consistently(condition(g, notAccepted, v1alpha1.ConditionPayloadAudited), time.Second).Should(BeNil())
+	g.Expect(condition(g, handWritten, v1alpha1.ConditionPayloadAudited)()).To(BeNil())
+	g.Expect(condition(g, handWritten, v1alpha1.ConditionPayloadSigned)()).To(BeNil())
 
 	// A restart, with the conditions lost as a crash between the signature and the status
 	// write would lose them: the payload is audited again, and its signature found, not

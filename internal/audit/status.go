@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // Step is what the audit controller does next for one payload.
@@ -29,7 +30,7 @@ func (s Step) Done() bool { return s == Step{} }
 // it again); a failed audit is final and never signed. An audit that could not run (the
 // registry was unreachable) runs again.
 func Decide(p *v1alpha1.ReleasePayload, canSign bool) Step {
-	if !meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadAccepted) {
+	if !verdict.Accepted(p) {
 		return Step{}
 	}
 	audited := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionPayloadAudited)

@@ -10,6 +10,8 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/verdict"
+	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
 const (
@@ -129,9 +131,12 @@ func TestEvaluateListsAFewOfManyMissingComponents(t *testing.T) {
 	}
 }
 
+// withConditions is payload() with the conditions cs, and the evidence of the verdict they
+// give (verdicttest.Earn) as the payload controller records it.
 func withConditions(cs ...metav1.Condition) *v1alpha1.ReleasePayload {
 	p := payload()
 	p.Status.Conditions = cs
+	verdicttest.Earn(p, verdict.Phase(cs))
 	return p
 }
 
@@ -167,6 +172,7 @@ func TestDecide(t *testing.T) {
 		{"passed, store failed, key gone", withConditions(accepted, passed, storeError), false, Step{NoKey: true}},
 		{"passed, no key then", withConditions(accepted, passed, noKey), true, Step{Sign: true}},
 		{"passed, no key still", withConditions(accepted, passed, noKey), false, Step{}},
+		{"accepted by hand", verdicttest.HandWritten("ns", "nightly", "4.15.0", v1alpha1.PhaseAccepted), true, Step{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Decide(tc.p, tc.canSign); got != tc.want {

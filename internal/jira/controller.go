@@ -32,6 +32,7 @@ import (
 	"github.com/release-controller/release-controller/internal/conditions"
 	"github.com/release-controller/release-controller/internal/eventlog"
 	"github.com/release-controller/release-controller/internal/jobcontract"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // Secret keys of a stream's spec.jira.tokenSecret.
@@ -210,8 +211,7 @@ func acceptedBefore(p *v1alpha1.ReleasePayload, t time.Time) bool {
 
 // pending reports whether the payload is accepted and its issues are not verified yet.
 func pending(p *v1alpha1.ReleasePayload) bool {
-	return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadAccepted) &&
-		!meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadIssuesVerified)
+	return verdict.Accepted(p) && !meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadIssuesVerified)
 }
 
 // verify does the work — finds the previous accepted payload, the changelog's issues, and
@@ -460,7 +460,7 @@ func (r *Reconciler) auth(ctx context.Context, s *v1alpha1.ReleaseStream) (Auth,
 func IndexAccepted(ctx context.Context, indexer client.FieldIndexer) error {
 	if err := indexer.IndexField(ctx, &v1alpha1.ReleasePayload{}, IndexAcceptedByStream, func(obj client.Object) []string {
 		p := obj.(*v1alpha1.ReleasePayload)
-		if meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadAccepted) {
+		if verdict.Accepted(p) {
 			return []string{p.Spec.PayloadCoordinates.Stream}
 		}
 		return nil

@@ -26,6 +26,7 @@ import (
 	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/statuswrite"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // DefaultJobEventDelay is how long job events wait before the payload is reconciled, so that
@@ -103,6 +104,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.report.Fail(ctx, &payload, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the status", err)
 		return ctrl.Result{}, err
 	}
+	// A verdict its evidence does not give was written by someone else; no other controller
+	// acted on it (verdict.Of), and this write replaces it.
+	untrusted := verdict.IsVerdict(payload.Status.Phase) && verdict.Of(&payload) != payload.Status.Phase
 	// The optimistic lock makes a write based on a stale cache fail and retry, so a run
 	// recorded by an earlier write is never dropped.
 	old := payload.DeepCopy()
@@ -120,6 +124,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	StatusWrites.Inc()
 	r.written.Wrote(req.NamespacedName, old.ResourceVersion, payload.ResourceVersion, struct{}{})
+	if untrusted {
+		r.report.Warningf(ctx, &payload, nil, v1alpha1.EventVerdictCorrected, "Decide",
+			"the status said %s, which the payload's recorded runs do not give; corrected to %s (nothing was published, signed or promoted on it)", old.Status.Phase, payload.Status.Phase)
+	}
 	r.reportTransitions(ctx, &payload, &old.Status, now)
 	return ctrl.Result{}, nil
 }
@@ -310,7 +318,9 @@ func (r *Reconciler) jobEvents() handler.EventHandler {
 }
 
 // ignoreStatusOnlyUpdates drops payload updates that changed only the status (our own writes):
-// the status is recomputed from the jobs, so such an update has nothing new to react to.
+// the status is recomputed from the jobs, so such an update has nothing new to react to;
+// unless it holds a verdict its evidence does not give (verdict.Of), which someone else wrote
+// and this controller corrects at once.
 type ignoreStatusOnlyUpdates struct{}
 
 func (ignoreStatusOnlyUpdates) Create(event.CreateEvent) bool   { return true }
@@ -319,5 +329,11 @@ func (ignoreStatusOnlyUpdates) Generic(event.GenericEvent) bool { return true }
 func (ignoreStatusOnlyUpdates) Update(e event.UpdateEvent) bool {
 	return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
 		!equality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
-		!equality.Semantic.DeepEqual(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
+		!equality.Semantic.DeepEqual(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()) ||
+		forgedVerdict(e.ObjectNew)
+}
+
+func forgedVerdict(o client.Object) bool {
+	p, ok := o.(*v1alpha1.ReleasePayload)
+	return ok && verdict.Of(p) != p.Status.Phase
 }

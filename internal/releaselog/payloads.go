@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	payloadverdict "github.com/release-controller/release-controller/internal/verdict"
 )
 
 // PayloadPagePath is the path of a payload's page on the web server, filled with the
@@ -29,7 +30,7 @@ func PayloadLink(p *v1alpha1.ReleasePayload) string {
 // again (after a restart, say) changes nothing, while a later change of verdict is logged.
 func PayloadEntry(p *v1alpha1.ReleasePayload) (Entry, bool) {
 	var typ, condition string
-	switch p.Status.Phase {
+	switch payloadverdict.Of(p) {
 	case v1alpha1.PhaseAccepted:
 		typ, condition = TypeRelease, v1alpha1.ConditionPayloadAccepted
 	case v1alpha1.PhaseRejected:

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
 func TestPayloadEntry(t *testing.T) {
@@ -18,11 +19,15 @@ func TestPayloadEntry(t *testing.T) {
 		return metav1.Condition{Type: typ, Status: status, Reason: "R", Message: msg, LastTransitionTime: at}
 	}
 	payload := func(phase v1alpha1.PayloadPhase, conditions ...metav1.Condition) *v1alpha1.ReleasePayload {
-		return &v1alpha1.ReleasePayload{
+		p := &v1alpha1.ReleasePayload{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: tag, UID: "0d9e"},
 			Spec:       v1alpha1.ReleasePayloadSpec{PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: tag}},
 			Status:     v1alpha1.ReleasePayloadStatus{Phase: phase, Conditions: conditions},
 		}
+		if len(conditions) > 0 {
+			verdicttest.Earn(p, phase) // keeps the conditions given
+		}
+		return p
 	}
 	tests := []struct {
 		name    string
@@ -40,6 +45,8 @@ func TestPayloadEntry(t *testing.T) {
 		{"ready: no verdict", payload(v1alpha1.PhaseReady, cond(v1alpha1.ConditionPayloadAccepted, metav1.ConditionFalse, "pending")), nil},
 		{"failed: not logged", payload(v1alpha1.PhaseFailed, cond(v1alpha1.ConditionPayloadFailed, metav1.ConditionTrue, "build failed")), nil},
 		{"accepted phase without its condition", payload(v1alpha1.PhaseAccepted), nil},
+		{"accepted by hand: not logged", verdicttest.HandWritten("demo", "nightly", tag, v1alpha1.PhaseAccepted), nil},
+		{"rejected by hand: not logged", verdicttest.HandWritten("demo", "nightly", tag, v1alpha1.PhaseRejected), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,6 +66,7 @@ func TestPayloadEntryIDChangesWithTheTransition(t *testing.T) {
 		Phase:      v1alpha1.PhaseAccepted,
 		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionPayloadAccepted, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(date("2026-03-02T10:00:00Z"))}},
 	}}
+	verdicttest.Earn(p, v1alpha1.PhaseAccepted)
 	first, _ := PayloadEntry(p)
 	again, _ := PayloadEntry(p.DeepCopy())
 	p.Status.Conditions[0].LastTransitionTime = metav1.NewTime(date("2026-03-02T11:00:00Z"))

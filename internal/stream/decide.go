@@ -16,6 +16,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/jobcontract"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // TagTimeFormat is the UTC time part of a release tag.
@@ -44,13 +45,10 @@ func NewestFirst(payloads []v1alpha1.ReleasePayload) {
 	})
 }
 
-// IsUnready reports whether a payload still waits for its verdict.
+// IsUnready reports whether a payload still waits for its verdict (a verdict its evidence does
+// not back is no verdict: see verdict.Of).
 func IsUnready(p *v1alpha1.ReleasePayload) bool {
-	switch p.Status.Phase {
-	case v1alpha1.PhaseAccepted, v1alpha1.PhaseRejected, v1alpha1.PhaseFailed:
-		return false
-	}
-	return true
+	return !verdict.IsVerdict(verdict.Of(p))
 }
 
 // CreateDecision says whether to create a payload now, and if not, why and when to look again.
@@ -106,7 +104,7 @@ func ToAbort(payloads []v1alpha1.ReleasePayload) []*v1alpha1.ReleasePayload {
 	for i := 1; i < len(payloads); i++ {
 		p := &payloads[i]
 		if p.Annotations[v1alpha1.AnnotationAborted] != "" || p.Status.ReleaseCreationJobResult.Status == v1alpha1.CreationJobSuccess ||
-			p.Status.Phase == v1alpha1.PhaseFailed || p.Status.Phase == v1alpha1.PhaseAccepted || p.Status.Phase == v1alpha1.PhaseRejected {
+			!IsUnready(p) {
 			continue
 		}
 		abort = append(abort, p)
@@ -123,11 +121,11 @@ func ImportBackoff(failures int32) time.Duration {
 	return min(d, 5*time.Minute)
 }
 
-// Counts counts payloads by phase.
+// Counts counts payloads by phase (verdict.Of).
 func Counts(payloads []v1alpha1.ReleasePayload) v1alpha1.PayloadCounts {
 	var c v1alpha1.PayloadCounts
 	for i := range payloads {
-		switch payloads[i].Status.Phase {
+		switch verdict.Of(&payloads[i]) {
 		case v1alpha1.PhaseAccepted:
 			c.Accepted++
 		case v1alpha1.PhaseRejected:
@@ -149,7 +147,7 @@ func NewestAccepted(payloads []v1alpha1.ReleasePayload) *v1alpha1.ReleasePayload
 	var tags []string
 	for i := range payloads {
 		p := &payloads[i]
-		if p.Status.Phase == v1alpha1.PhaseAccepted && p.Status.PayloadImage != "" {
+		if p.Status.PayloadImage != "" && verdict.Accepted(p) {
 			byTag[p.Name] = p
 			tags = append(tags, p.Name)
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
 var now = time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
@@ -26,6 +27,7 @@ func payloadAt(name string, ago time.Duration, phase v1alpha1.PayloadPhase, anno
 	if phase != v1alpha1.PhasePending {
 		p.Status.ReleaseCreationJobResult.Status = v1alpha1.CreationJobSuccess
 	}
+	verdicttest.Earn(&p, phase)
 	return p
 }
 
@@ -52,6 +54,17 @@ func TestComponentsHash(t *testing.T) {
 	}
 }
 
+// handWritten is payloadAt whose blocking run still goes, with phase written by hand.
+func handWritten(name string, ago time.Duration, phase v1alpha1.PayloadPhase, annotations ...string) v1alpha1.ReleasePayload {
+	p := verdicttest.HandWritten("", "s", name, phase)
+	p.CreationTimestamp = metav1.NewTime(now.Add(-ago))
+	p.Annotations = map[string]string{}
+	for i := 0; i+1 < len(annotations); i += 2 {
+		p.Annotations[annotations[i]] = annotations[i+1]
+	}
+	return *p
+}
+
 func TestDecideCreate(t *testing.T) {
 	hash := "h2"
 	interval := &metav1.Duration{Duration: 10 * time.Minute}
@@ -75,6 +88,8 @@ func TestDecideCreate(t *testing.T) {
 			[]v1alpha1.ReleasePayload{payloadAt("p1", time.Hour, v1alpha1.PhaseReady, hashOf("h1")...)}, true, v1alpha1.ReasonPayloadCreated, 0},
 		{"aborted payloads do not count", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1},
 			[]v1alpha1.ReleasePayload{payloadAt("p1", time.Hour, v1alpha1.PhasePending, append(hashOf("h1"), v1alpha1.AnnotationAborted, "superseded")...)}, true, v1alpha1.ReasonPayloadCreated, 0},
+		{"an Accepted written by hand is still unready", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1},
+			[]v1alpha1.ReleasePayload{handWritten("p1", time.Hour, v1alpha1.PhaseAccepted, hashOf("h1")...)}, false, v1alpha1.ReasonTooManyUnready, 0},
 		{"interval not passed", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1, MinCreationInterval: interval},
 			[]v1alpha1.ReleasePayload{payloadAt("p1", 4*time.Minute, v1alpha1.PhaseAccepted, hashOf("h1")...)}, false, v1alpha1.ReasonCreationInterval, 6 * time.Minute},
 		{"interval passed", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1, MinCreationInterval: interval},
@@ -210,11 +225,12 @@ func TestNewestAccepted(t *testing.T) {
 		payloadAt("4.16.0-2026-11-22-000000", time.Hour, v1alpha1.PhaseRejected),
 		payloadAt("4.15.10-2026-11-20-000000", 2*time.Hour, v1alpha1.PhaseAccepted),
 		payloadAt("4.15.9-2026-11-21-000000", 3*time.Hour, v1alpha1.PhaseAccepted),
+		handWritten("4.15.11-2026-11-22-000000", time.Hour, v1alpha1.PhaseAccepted),
 	}
 	if got := NewestAccepted(payloads); got == nil || got.Name != "4.15.10-2026-11-20-000000" {
 		t.Errorf("NewestAccepted() = %v", got)
 	}
-	if got := Counts(payloads); got.Accepted != 2 || got.Rejected != 1 {
+	if got := Counts(payloads); got.Accepted != 2 || got.Rejected != 1 || got.Ready != 1 {
 		t.Errorf("Counts() = %+v", got)
 	}
 }

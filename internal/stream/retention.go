@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // DefaultKeepAccepted is how many accepted payloads are kept when the stream does not say.
@@ -35,7 +36,7 @@ func Collect(r v1alpha1.Retention, payloads []v1alpha1.ReleasePayload, now time.
 	var accepted int32
 	for i := range payloads {
 		p := &payloads[i]
-		if p.Status.Phase != v1alpha1.PhaseAccepted {
+		if !verdict.Accepted(p) {
 			continue
 		}
 		accepted++
@@ -53,7 +54,7 @@ func Collect(r v1alpha1.Retention, payloads []v1alpha1.ReleasePayload, now time.
 	var rejected int32
 	for i := range payloads {
 		p := &payloads[i]
-		if p.Status.Phase != v1alpha1.PhaseRejected && p.Status.Phase != v1alpha1.PhaseFailed {
+		if phase := verdict.Of(p); phase != v1alpha1.PhaseRejected && phase != v1alpha1.PhaseFailed {
 			continue
 		}
 		rejected++

@@ -14,6 +14,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
+	"github.com/release-controller/release-controller/internal/verdict"
 	"github.com/release-controller/release-controller/internal/verify"
 )
 
@@ -239,7 +240,7 @@ func namesMissingStream(p *v1alpha1.ReleasePayload, missing map[string]bool) (st
 func acceptedSources(payloads []v1alpha1.ReleasePayload) []verify.UpgradeSource {
 	var sources []verify.UpgradeSource
 	for i := range payloads {
-		if payloads[i].Status.Phase == v1alpha1.PhaseAccepted && payloads[i].Status.PayloadImage != "" {
+		if payloads[i].Status.PayloadImage != "" && verdict.Accepted(&payloads[i]) {
 			sources = append(sources, verify.UpgradeSource{Tag: payloads[i].Name, Image: payloads[i].Status.PayloadImage})
 		}
 	}

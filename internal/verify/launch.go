@@ -6,6 +6,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/jobcontract"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // Backoff spaces the retries of a failed verification: Base after the first failure,
@@ -70,7 +71,7 @@ func SourceStream(stream string, v v1alpha1.Verification) string {
 // exists already is found again by its deterministic name.
 func PlanRuns(p *v1alpha1.ReleasePayload, now time.Time, backoff Backoff, accepted Accepted) Plan {
 	var plan Plan
-	if p.Status.PayloadImage == "" || p.Status.Phase == v1alpha1.PhaseFailed || p.Status.Phase == v1alpha1.PhasePending {
+	if phase := verdict.Of(p); p.Status.PayloadImage == "" || phase == v1alpha1.PhaseFailed || phase == v1alpha1.PhasePending {
 		return plan
 	}
 	skipped := p.SkippedUpgrades()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -227,4 +228,79 @@ func open(t testing.TB, name string) {
 	if err := writeFile(name); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestAVerdictWrittenByHandIsCorrected: someone edits a payload's status to say Accepted while
+// its blocking verification still runs. Nothing acts on it (no floating tag, no release-log
+// entry); the payload controller writes back Ready with a VerdictCorrected Event; the real
+// acceptance later is published and logged once.
+func TestAVerdictWrittenByHandIsCorrected(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	publish(t, ns, "api", "r1", "amd64")
+	publish(t, ns, "web", "r1", "amd64")
+	gate := `while [ ! -e "$SCRATCH/forged-` + ns + `" ]; do sleep 0.2; done; echo done`
+	newStream(t, ns, func(s *v1alpha1.ReleaseStream) { s.Spec.Verification = []v1alpha1.Verification{script("gate", gate)} })
+	p := waitNewest(t, ns, 1, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseReady))
+		g.Expect(p.Status.PayloadImage).NotTo(BeEmpty())
+		g.Expect(p.Status.Verifications).To(HaveLen(1))
+		g.Expect(p.Status.Verifications[0].Runs).To(HaveLen(1))
+	})
+
+	NewWithT(t).Eventually(func() error {
+		var current v1alpha1.ReleasePayload
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(&p), &current); err != nil {
+			return err
+		}
+		current.Status.Phase = v1alpha1.PhaseAccepted
+		meta.SetStatusCondition(&current.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionPayloadAccepted,
+			Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonBlockingJobsSucceeded, Message: "trust me"})
+		return env.Client.Status().Update(ctx, &current)
+	}).WithTimeout(waitTimeout).Should(Succeed())
+
+	NewWithT(t).Eventually(func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Reason == v1alpha1.EventVerdictCorrected && e.Regarding.Name == p.Name {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(ContainElement(ContainSubstring("the status said Accepted")))
+	}).WithTimeout(waitTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	corrected := waitNewest(t, ns, 1, phase(v1alpha1.PhaseReady))
+	if c := meta.FindStatusCondition(corrected.Status.Conditions, v1alpha1.ConditionPayloadAccepted); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("PayloadAccepted after the correction: %+v", c)
+	}
+	if got := digestOf(t, repo(ns, "release")+":latest"); got != "" {
+		t.Errorf("the forged verdict was published: latest is %s", got)
+	}
+	if n := releaseEntries(t, p.Name); n != 0 {
+		t.Errorf("the forged verdict is in the release log %d times", n)
+	}
+
+	open(t, "forged-"+ns)
+	accepted := waitNewest(t, ns, 1, phase(v1alpha1.PhaseAccepted))
+	NewWithT(t).Eventually(func() string { return digestOf(t, repo(ns, "release")+":latest") }).WithTimeout(waitTimeout).Should(Equal(accepted.Status.PayloadImage))
+	NewWithT(t).Eventually(func() int { return releaseEntries(t, p.Name) }).WithTimeout(waitTimeout).Should(Equal(1))
+}
+
+// releaseEntries counts the release-log entries of version.
+func releaseEntries(t testing.TB, version string) int {
+	t.Helper()
+	var logs v1alpha1.ReleaseLogList
+	if err := env.Client.List(context.Background(), &logs, client.InNamespace(logNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, l := range logs.Items {
+		for _, e := range l.Spec.Entries {
+			if e.Version == version {
+				n++
+			}
+		}
+	}
+	return n
 }

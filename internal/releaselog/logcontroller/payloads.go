@@ -11,6 +11,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/eventlog"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // payloadLogWorkers is how many verdicts are logged at once. Each worker waits for its entry's
@@ -22,7 +23,11 @@ const payloadLogWorkers = 128
 // hasVerdict keeps the events of payloads that are accepted or rejected.
 func hasVerdict(o client.Object) bool {
 	p, ok := o.(*v1alpha1.ReleasePayload)
-	return ok && (p.Status.Phase == v1alpha1.PhaseAccepted || p.Status.Phase == v1alpha1.PhaseRejected)
+	if !ok {
+		return false
+	}
+	phase := verdict.Of(p)
+	return phase == v1alpha1.PhaseAccepted || phase == v1alpha1.PhaseRejected
 }
 
 // payloadLogger adds the entry of every accepted or rejected payload to the log, once.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/upgradegraph"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // Entry is one payload with its parsed tag. The payload is the informer's object: read it,
@@ -31,17 +32,27 @@ type Entry struct {
 	Payload *v1alpha1.ReleasePayload
 	// Version is the tag as a semantic version; nil when the tag is not one.
 	Version *semver.Version
+	// phase is verdict.Of the payload, judged once when the entry is made.
+	phase v1alpha1.PayloadPhase
 }
 
 // Tag is the payload's release tag.
 func (e Entry) Tag() string { return e.Payload.Name }
 
-// Phase is the payload's phase; a payload without one yet is Pending.
+// Phase is the payload's phase as verdict.Of reads it (a verdict its evidence does not back
+// is none); a payload without one yet is Pending.
 func (e Entry) Phase() v1alpha1.PayloadPhase {
-	if e.Payload.Status.Phase == "" {
-		return v1alpha1.PhasePending
+	if e.phase != "" {
+		return e.phase
 	}
-	return e.Payload.Status.Phase
+	return phaseOf(e.Payload)
+}
+
+func phaseOf(p *v1alpha1.ReleasePayload) v1alpha1.PayloadPhase {
+	if phase := verdict.Of(p); phase != "" {
+		return phase
+	}
+	return v1alpha1.PhasePending
 }
 
 // Stream is one stream as readers see it: never changed once published.
@@ -298,7 +309,7 @@ func (c *Catalog) DeleteStream(s *v1alpha1.ReleaseStream) {
 // SetPayload adds or replaces a payload in its stream.
 func (c *Catalog) SetPayload(p *v1alpha1.ReleasePayload) {
 	c.update(payloadStream(p), func(b *builder) {
-		e := Entry{Payload: p}
+		e := Entry{Payload: p, phase: phaseOf(p)}
 		if v, err := semver.Parse(p.Name); err == nil {
 			e.Version = &v
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/upgradegraph"
+	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
 func newStream(ns, name string) *v1alpha1.ReleaseStream {
@@ -29,6 +30,7 @@ func newPayload(ns, streamName, tag string, phase v1alpha1.PayloadPhase, runs ..
 	if len(runs) > 0 {
 		p.Status.Verifications = []v1alpha1.VerificationStatus{{Name: "upgrade", Type: v1alpha1.Blocking, Runs: runs}}
 	}
+	verdicttest.Earn(p, phase)
 	return p
 }
 
@@ -207,6 +209,28 @@ func TestPrevious(t *testing.T) {
 				t.Fatalf("Previous(%s) = %q, want %q", tc.tag, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAVerdictWrittenByHandIsNotShown: pages, REST and the MCP server read a payload whose
+// status someone edited to Accepted as Ready (its blocking run still goes); it is no upgrade
+// source and no candidate.
+func TestAVerdictWrittenByHandIsNotShown(t *testing.T) {
+	c := New()
+	c.SetStream(newStream("ns", "s"))
+	c.SetPayload(newPayload("ns", "s", "1.0.0", v1alpha1.PhaseRejected))
+	c.SetPayload(verdicttest.HandWritten("ns", "s", "1.1.0", v1alpha1.PhaseAccepted))
+	c.SetPayload(newPayload("ns", "s", "1.2.0", v1alpha1.PhaseReady))
+	s, _ := c.Stream("s")
+	e, ok := s.Entry("1.1.0")
+	if !ok || e.Phase() != v1alpha1.PhaseReady {
+		t.Fatalf("the hand-written Accepted reads as %s (found %v), want Ready", e.Phase(), ok)
+	}
+	if prev, ok := s.Previous("1.2.0"); !ok || prev.Tag() != "1.1.0" {
+		t.Fatalf("Previous(1.2.0) = %v %v: with no accepted one, the newest older", prev.Tag(), ok)
+	}
+	if got := s.Candidates(); len(got) != 0 {
+		t.Fatalf("candidates: %+v", got)
 	}
 }
 

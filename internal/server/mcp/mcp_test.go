@@ -21,6 +21,7 @@ import (
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/mcp"
+	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
 func at(s string) time.Time {
@@ -329,6 +330,9 @@ func filledCatalog() *catalog.Catalog {
 	c.SetStream(newStream("okd", "4.18"))
 	c.SetStream(newStream("okd", "empty"))
 	rejected := newPayload("ocp", "4.18", "4.18.2", v1alpha1.PhaseRejected)
+	rejected.Spec.PayloadVerificationConfig.Verifications = []v1alpha1.Verification{
+		{Name: "e2e", MaxRetries: 1}, {Name: "upgrade", Type: v1alpha1.Informing, UpgradeFrom: v1alpha1.UpgradeFromPrevious},
+	}
 	rejected.Status.Conditions = []metav1.Condition{
 		{Type: v1alpha1.ConditionPayloadCreated, Status: metav1.ConditionTrue, Reason: "Created", LastTransitionTime: metav1.NewTime(at("2026-11-22T09:35:00Z"))},
 		{Type: v1alpha1.ConditionPayloadRejected, Status: metav1.ConditionTrue, Reason: "VerificationFailed",
@@ -359,6 +363,7 @@ func filledCatalog() *catalog.Catalog {
 		signed,
 		newPayload("okd", "4.18", "4.18.0-rc.0", v1alpha1.PhaseFailed),
 	} {
+		verdicttest.Earn(p, p.Status.Phase) // the evidence of its phase, as the payload controller records it
 		c.SetPayload(p)
 	}
 	return c

@@ -65,7 +65,7 @@ func benchCatalog() (*catalog.Catalog, []string, [][]string) {
 			}
 			p := newPayload(s, tag, phase, statuses...)
 			p.Status.PayloadImage = "registry.example/bench/release@sha256:" + fmt.Sprintf("%064d", i*benchPerStream+j)
-			cat.SetPayload(p)
+			setPayload(cat, p)
 			streamTags = append(streamTags, tag)
 			previous = tag
 		}

@@ -630,7 +630,7 @@ func TestAnswersFollowTheCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat.SetPayload(newPayload(stable.Object, "4.17.2", "Accepted"))
+	setPayload(cat, newPayload(stable.Object, "4.17.2", "Accepted"))
 	for _, p := range paths {
 		if got := do(t, http.MethodGet, base+p); got.code != 200 || !strings.Contains(got.body, "4.17.2") {
 			t.Errorf("%s after a new payload: %d %s", p, got.code, got.body)

@@ -18,6 +18,7 @@ import (
 	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/osrc"
 	"github.com/release-controller/release-controller/internal/upgradegraph"
+	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
 // Tags of the fixture's nightly stream, oldest first.
@@ -55,7 +56,7 @@ func newStream(ns, name, prefix, repo string, verifications ...v1alpha1.Verifica
 }
 
 func newPayload(s *v1alpha1.ReleaseStream, tag string, phase v1alpha1.PayloadPhase, vs ...v1alpha1.VerificationStatus) *v1alpha1.ReleasePayload {
-	return &v1alpha1.ReleasePayload{
+	p := &v1alpha1.ReleasePayload{
 		ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: tag},
 		Spec: v1alpha1.ReleasePayloadSpec{
 			PayloadCoordinates:        v1alpha1.PayloadCoordinates{Stream: s.Name, Tag: tag},
@@ -64,6 +65,14 @@ func newPayload(s *v1alpha1.ReleaseStream, tag string, phase v1alpha1.PayloadPha
 		},
 		Status: v1alpha1.ReleasePayloadStatus{Phase: phase, Verifications: vs},
 	}
+	return p
+}
+
+// setPayload adds p to the catalog once its status holds the evidence of its phase
+// (verdicttest.Earn), as the payload controller writes it.
+func setPayload(cat *catalog.Catalog, p *v1alpha1.ReleasePayload) {
+	verdicttest.Earn(p, p.Status.Phase)
+	cat.SetPayload(p)
 }
 
 func run(name string, attempt int32, state v1alpha1.JobState, url string, done *metav1.Time) v1alpha1.JobRun {
@@ -109,8 +118,8 @@ func fixture() *catalog.Catalog {
 	// n1 was created before the stream had verifications.
 	p1 := newPayload(nightlyStream, n1, v1alpha1.PhaseAccepted)
 	p1.Spec.PayloadVerificationConfig = v1alpha1.PayloadVerificationConfig{}
-	cat.SetPayload(p1)
-	cat.SetPayload(newPayload(nightlyStream, n2, v1alpha1.PhaseReady,
+	setPayload(cat, p1)
+	setPayload(cat, newPayload(nightlyStream, n2, v1alpha1.PhaseReady,
 		v1alpha1.VerificationStatus{Name: "e2e", Type: v1alpha1.Blocking, State: v1alpha1.JobPending,
 			Runs: []v1alpha1.JobRun{run("e2e-2", 1, v1alpha1.JobPending, "https://prow.example/e2e-2", nil)}},
 		v1alpha1.VerificationStatus{Name: "upgrade", Type: v1alpha1.Blocking, State: v1alpha1.JobSkipped},
@@ -131,8 +140,8 @@ func fixture() *catalog.Catalog {
 			}},
 	)
 	p3.Status.PayloadImage = "registry.example/ocp/release@" + digest3
-	cat.SetPayload(p3)
-	cat.SetPayload(newPayload(nightlyStream, n4, v1alpha1.PhaseRejected,
+	setPayload(cat, p3)
+	setPayload(cat, newPayload(nightlyStream, n4, v1alpha1.PhaseRejected,
 		v1alpha1.VerificationStatus{Name: "e2e", Type: v1alpha1.Blocking, State: v1alpha1.JobUnknown},
 		v1alpha1.VerificationStatus{Name: "upgrade", Type: v1alpha1.Blocking, UpgradeFrom: v1alpha1.UpgradeFromPrevious, State: v1alpha1.JobFailure,
 			Runs: []v1alpha1.JobRun{
@@ -141,7 +150,7 @@ func fixture() *catalog.Catalog {
 				upgradeRun("up-4-3", 3, n3, v1alpha1.JobFailure, "https://prow.example/up-4-3", at(4, 3)),
 			}},
 	))
-	cat.SetPayload(newPayload(nightlyStream, n5, v1alpha1.PhasePending))
+	setPayload(cat, newPayload(nightlyStream, n5, v1alpha1.PhasePending))
 	// The graph holds n1→n3 runs already in n3's status (counted once) and an older n1→n2
 	// run of a payload whose status no longer has it.
 	cat.SetGraph(graphMap("ocp", nightly,
@@ -156,7 +165,7 @@ func fixture() *catalog.Catalog {
 		"4.17.1": v1alpha1.PhaseAccepted, "4.17.0": v1alpha1.PhaseAccepted, "4.17.0-rc.1": v1alpha1.PhaseAccepted,
 		"4.16.5": v1alpha1.PhaseAccepted, "4.16.4": v1alpha1.PhaseRejected, "4.16.3": v1alpha1.PhaseAccepted,
 	} {
-		cat.SetPayload(newPayload(stable, tag, phase))
+		setPayload(cat, newPayload(stable, tag, phase))
 	}
 	cat.SetGraph(graphMap("ocp", "4-stable",
 		edge("4.17.0", "4.17.1", "s1", v1alpha1.JobSuccess, "https://prow.example/s1"),
@@ -174,8 +183,8 @@ func fixture() *catalog.Catalog {
 	dupB := newStream("b", "dup", "2.0.0", "registry.example/b/dup")
 	cat.SetStream(dupA)
 	cat.SetStream(dupB)
-	cat.SetPayload(newPayload(dupA, "1.0.0", v1alpha1.PhaseAccepted))
-	cat.SetPayload(newPayload(dupB, "2.0.0", v1alpha1.PhaseRejected))
+	setPayload(cat, newPayload(dupA, "1.0.0", v1alpha1.PhaseAccepted))
+	setPayload(cat, newPayload(dupB, "2.0.0", v1alpha1.PhaseRejected))
 	return cat
 }
 

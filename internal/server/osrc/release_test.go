@@ -503,8 +503,8 @@ func TestReleaseInfoAuditAndSignature(t *testing.T) {
 		{Type: v1alpha1.ConditionPayloadAudited, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAuditPassed, Message: "4 checks passed"},
 		{Type: v1alpha1.ConditionPayloadSigned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSigned, Message: v1alpha1.SignedMessage("0123456789ABCDEF", 1)},
 	}
-	cat.SetPayload(p)
-	cat.SetPayload(newPayload(s, "1.0.0-2", v1alpha1.PhaseAccepted))
+	setPayload(cat, p)
+	setPayload(cat, newPayload(s, "1.0.0-2", v1alpha1.PhaseAccepted))
 	base := serve(t, cat, osrc.Options{})
 
 	var info struct {

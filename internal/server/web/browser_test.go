@@ -318,7 +318,7 @@ func TestStreamPagesInBrowser(t *testing.T) {
 		p.Status.Verifications[i].State = v1alpha1.JobSuccess
 		p.Status.Verifications[i].Runs[0].State = v1alpha1.JobSuccess
 	}
-	cat.SetPayload(p)
+	setPayload(cat, p)
 	do(t, ctx, "waiting for the phase to change", chromedp.WaitVisible(chromedp.CSS(`#status .phase.phase-accepted`)))
 	if got := eval[string](t, ctx, `window.__marker + " / " + document.getElementById("live").textContent`); got != "same document / Updated" {
 		t.Errorf("after the live update: %q", got)

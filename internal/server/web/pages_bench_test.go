@@ -85,7 +85,7 @@ var benchOnce = sync.OnceValue(func() benchData {
 			if phase == v1alpha1.PhaseFailed {
 				p.Status.PayloadImage = ""
 			}
-			d.cat.SetPayload(p)
+			setPayload(d.cat, p)
 			if phase == v1alpha1.PhaseAccepted {
 				prevAccepted = tag
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/web"
 	"github.com/release-controller/release-controller/internal/upgradegraph"
+	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
 // The fixture: the stream demo/nightly with five payloads in every phase, upgrades between
@@ -95,6 +96,13 @@ func newPayload(ns, streamName, tag string, phase v1alpha1.PayloadPhase, created
 		},
 	}
 	return p
+}
+
+// setPayload adds p to the catalog once its status holds the evidence of its phase
+// (verdicttest.Earn), as the payload controller writes it.
+func setPayload(cat *catalog.Catalog, p *v1alpha1.ReleasePayload) {
+	verdicttest.Earn(p, p.Status.Phase)
+	cat.SetPayload(p)
 }
 
 func run(name string, attempt int32, state v1alpha1.JobState, start, end string) v1alpha1.JobRun {
@@ -196,13 +204,13 @@ func fixture() *catalog.Catalog {
 	}
 	cat.SetStream(nightly)
 	for _, p := range fixturePayloads() {
-		cat.SetPayload(p)
+		setPayload(cat, p)
 	}
 	cat.SetGraph(fixtureGraph())
 	cat.SetStream(newReleaseStream("demo", "empty", "4.16.0-0.empty", 1))
 	for _, ns := range []string{"demo", "team"} {
 		cat.SetStream(newReleaseStream(ns, "ci", "4.16.0-0.ci", 2))
-		cat.SetPayload(newPayload(ns, "ci", ciTag, v1alpha1.PhaseAccepted, "2026-11-22T10:00:00Z"))
+		setPayload(cat, newPayload(ns, "ci", ciTag, v1alpha1.PhaseAccepted, "2026-11-22T10:00:00Z"))
 	}
 	return cat
 }

@@ -167,7 +167,7 @@ func bigStream(cat *catalog.Catalog) []string {
 		if i%3 == 0 {
 			phase = v1alpha1.PhaseAccepted
 		}
-		cat.SetPayload(newPayload("demo", "big", tag, phase, created.Format(time.RFC3339)))
+		setPayload(cat, newPayload("demo", "big", tag, phase, created.Format(time.RFC3339)))
 		tags = append([]string{tag}, tags...)
 	}
 	return tags // newest first
@@ -869,7 +869,7 @@ func TestPagesEscape(t *testing.T) {
 	p.Status.Verifications[2].Message = `</p><script>alert(1)</script>`
 	p.Status.Verifications[2].Runs[0].URL = "javascript:alert(1)"
 	p.Spec.PayloadOverride = &v1alpha1.PayloadOverride{Override: v1alpha1.OverrideRejected, Reason: `<img src=x onerror=alert(1)>`}
-	cat.SetPayload(p)
+	setPayload(cat, p)
 	base := startPages(t, cat, web.PageOptions{})
 	for _, path := range []string{"/", "/releasestream/nightly", releaseURL("demo", "nightly", tag5)} {
 		page := fetch(t, "GET", base+path)
@@ -948,7 +948,7 @@ func TestPageEvents(t *testing.T) {
 	p.Status.Verifications[0].State = v1alpha1.JobSuccess
 	p.Status.Verifications[0].Runs[0].State = v1alpha1.JobSuccess
 	p.Status.Verifications[0].Runs[0].CompletionTime = mt("2026-11-22T15:55:00Z")
-	cat.SetPayload(p)
+	setPayload(cat, p)
 
 	second := readUpdate(t, events)
 	var payloads string
@@ -996,7 +996,7 @@ func TestZeroTimesShowNoAge(t *testing.T) {
 	cat.SetStream(newReleaseStream("demo", "s", "1.0.0", 1))
 	p := newPayload("demo", "s", "1.0.0-1", v1alpha1.PhaseReady, "2026-11-22T10:00:00Z")
 	p.CreationTimestamp = metav1.Time{}
-	cat.SetPayload(p)
+	setPayload(cat, p)
 	base := startPages(t, cat, web.PageOptions{})
 	check(t, fetch(t, "GET", base+"/releasestream/s"), 200, []string{`<td class="age"></td>`}, []string{"0001-01-01"})
 }
