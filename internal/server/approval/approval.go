@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -148,6 +149,11 @@ func (h *Handler) approve(r *http.Request) (*Response, error) {
 			signature.HeaderTimestamp, signature.HeaderSignature)
 	}
 
+	// A namespace or name no object can have names no pipeline; the client would refuse to
+	// ask the API server for some of them ('/', '%', ".."), which is no server error.
+	if len(validation.IsDNS1123Label(key.Namespace)) > 0 || len(validation.IsDNS1123Subdomain(key.Name)) > 0 {
+		return nil, fail(http.StatusNotFound, "pipeline %s not found", key)
+	}
 	var p v1alpha1.Pipeline
 	if err := h.Reader.Get(ctx, key, &p); err != nil {
 		if apierrors.IsNotFound(err) {
