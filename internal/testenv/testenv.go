@@ -7,6 +7,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -32,6 +33,8 @@ type Env struct {
 	Client client.Client
 	env    *envtest.Environment
 	logs   []*os.File
+	// components are the control-plane processes fault tests killed or started again.
+	components map[string]*component
 }
 
 // Options change how the API server starts.
@@ -107,7 +110,13 @@ func StartWith(opts Options) (*Env, error) {
 
 // WriteKubeconfig writes a kubeconfig for a cluster administrator of the API server to path.
 func (e *Env) WriteKubeconfig(path string) error {
-	user, err := e.env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	return e.WriteKubeconfigFor(path, "admin", "system:masters")
+}
+
+// WriteKubeconfigFor writes a kubeconfig for the user name, member of groups, to path. What
+// the user may do is up to RBAC (system:masters may do anything).
+func (e *Env) WriteKubeconfigFor(path, name string, groups ...string) error {
+	user, err := e.env.AddUser(envtest.User{Name: name, Groups: groups}, nil)
 	if err != nil {
 		return fmt.Errorf("adding a user to the test API server: %w", err)
 	}
@@ -120,7 +129,7 @@ func (e *Env) WriteKubeconfig(path string) error {
 
 // Stop stops the API server.
 func (e *Env) Stop() error {
-	err := e.env.Stop()
+	err := errors.Join(e.stopRestarted(), e.env.Stop())
 	for _, f := range e.logs {
 		_ = f.Close()
 	}
@@ -131,7 +140,12 @@ func (e *Env) Stop() error {
 // server, sets *env, calls setup (when not nil) to start what the tests need, runs the tests,
 // then stops what setup started and the server.
 func Main(m *testing.M, env **Env, setup func(*Env) (stop func(), err error)) {
-	e, err := Start()
+	MainWith(m, Options{}, env, setup)
+}
+
+// MainWith is Main with the API server started with opts.
+func MainWith(m *testing.M, opts Options, env **Env, setup func(*Env) (stop func(), err error)) {
+	e, err := StartWith(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
