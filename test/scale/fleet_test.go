@@ -38,6 +38,9 @@ type fleet struct {
 	ns, logNS string
 	base      string // the shared component's image, by tag
 	streams   []string
+	// verifications are the blocking verifications of every stream: one, "check", unless
+	// newFleetWith asked for more.
+	verifications []string
 }
 
 // newFleet creates the namespaces and the shared component. When the test ends, after the
@@ -45,7 +48,17 @@ type fleet struct {
 // deleted, so that later tests' controllers do not keep importing them.
 func newFleet(t testing.TB) *fleet {
 	t.Helper()
-	f := &fleet{ns: env.Namespace(t), logNS: env.Namespace(t)}
+	return newFleetWith(t, 1)
+}
+
+// newFleetWith is newFleet whose streams run jobs blocking verifications each: check,
+// check-2, check-3 ….
+func newFleetWith(t testing.TB, jobs int) *fleet {
+	t.Helper()
+	f := &fleet{ns: env.Namespace(t), logNS: env.Namespace(t), verifications: []string{verification}}
+	for i := 2; i <= jobs; i++ {
+		f.verifications = append(f.verifications, fmt.Sprintf("%s-%d", verification, i))
+	}
 	f.base = publish(t, f.ns, "base")
 	t.Cleanup(func() { f.deleteAll(t) })
 	return f
@@ -109,11 +122,21 @@ func (f *fleet) addStream(t testing.TB, i int, name string, gated bool) {
 func (f *fleet) newStream(t testing.TB, i int, name string, gated bool) *v1alpha1.ReleaseStream {
 	t.Helper()
 	app := publish(t, f.ns, name+"-app")
-	body := `echo "$RELEASE_TAG" >> "` + f.runsFile() + `"; `
-	if gated {
-		body += `while [ ! -e "` + f.gateFile() + `" ]; do sleep 0.5; done; `
+	var verifications []v1alpha1.Verification
+	for _, v := range f.verifications {
+		body := `echo "$RELEASE_TAG ` + v + `" >> "` + f.runsFile() + `"; `
+		if gated {
+			body += `while [ ! -e "` + f.gateFile() + `" ]; do sleep 0.5; done; `
+		}
+		body += `echo "verified $RELEASE_TAG"`
+		verifications = append(verifications, v1alpha1.Verification{Name: v, Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
+			BackoffLimit: ptr.To[int32](0),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers:    []corev1.Container{{Name: "test", Image: "tests", Command: []string{"sh", "-c", body}}},
+			}},
+		}}}})
 	}
-	body += `echo "verified $RELEASE_TAG"`
 	return &v1alpha1.ReleaseStream{
 		ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
 		Spec: v1alpha1.ReleaseStreamSpec{
@@ -123,14 +146,8 @@ func (f *fleet) newStream(t testing.TB, i int, name string, gated bool) *v1alpha
 				{Name: "base", Image: f.base},
 				{Name: "app", Image: app},
 			},
-			PublishTags: []string{"latest"},
-			Verification: []v1alpha1.Verification{{Name: verification, Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
-				BackoffLimit: ptr.To[int32](0),
-				Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
-					RestartPolicy: corev1.RestartPolicyNever,
-					Containers:    []corev1.Container{{Name: "test", Image: "tests", Command: []string{"sh", "-c", body}}},
-				}},
-			}}}}},
+			PublishTags:  []string{"latest"},
+			Verification: verifications,
 		},
 	}
 }
@@ -420,9 +437,9 @@ func (f *fleet) checkOneAcceptedPayloadEach(t testing.TB, s *snapshot, names []s
 	}
 }
 
-// checkJobsOncePerRun checks that every payload has one creation job and one verification
-// job, attempt 1 (the verification passes at once, so no retry was due), and that every
-// verification process ran once.
+// checkJobsOncePerRun checks that every payload has one creation job and one job of each
+// verification, attempt 1 (the verifications pass at once, so no retry was due), and that
+// every verification process ran once.
 func (f *fleet) checkJobsOncePerRun(t testing.TB, s *snapshot) {
 	t.Helper()
 	type run struct{ payload, jobType, verify, attempt string }
@@ -453,8 +470,18 @@ func (f *fleet) checkJobsOncePerRun(t testing.TB, s *snapshot) {
 			if len(creation) != 1 {
 				t.Errorf("payload %s has %d creation jobs, want 1: %v", p.Name, len(creation), creation)
 			}
-			if len(verify) != 1 || !strings.HasPrefix(verify[0], verification+" attempt 1: ") {
-				t.Errorf("payload %s has verification jobs %v, want one: %s attempt 1", p.Name, verify, verification)
+			var want []string
+			for _, v := range f.verifications {
+				want = append(want, v+" attempt 1")
+			}
+			var got []string
+			for _, v := range verify {
+				got = append(got, v[:strings.Index(v, ":")])
+			}
+			sort.Strings(want)
+			sort.Strings(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("payload %s has verification jobs %v, want one each: %v", p.Name, verify, want)
 			}
 			for _, v := range p.Status.Verifications {
 				if len(v.Runs) != 1 {
@@ -474,8 +501,10 @@ func (f *fleet) checkJobsOncePerRun(t testing.TB, s *snapshot) {
 	}
 	for _, list := range s.payloads {
 		for _, p := range list {
-			if n := started[p.Name]; n != 1 {
-				t.Errorf("the verification of payload %s ran %d times, want once", p.Name, n)
+			for _, v := range f.verifications {
+				if n := started[p.Name+" "+v]; n != 1 {
+					t.Errorf("verification %s of payload %s ran %d times, want once", v, p.Name, n)
+				}
 			}
 		}
 	}

@@ -34,9 +34,16 @@ type replica struct {
 // test ends, whatever happens.
 func startReplica(t testing.TB, name, logNamespace string) *replica {
 	t.Helper()
+	return startReplicaAs(t, name, logNamespace, kubeconfig)
+}
+
+// startReplicaAs is startReplica with the credentials of the kubeconfig file kc and the
+// extra flags.
+func startReplicaAs(t testing.TB, name, logNamespace, kc string, extra ...string) *replica {
+	t.Helper()
 	r := &replica{name: name, metrics: freeAddr(t), probe: freeAddr(t)}
 	r.args = []string{"controller",
-		"--kubeconfig", kubeconfig,
+		"--kubeconfig", kc,
 		"--import-interval", importInterval.String(),
 		"--metrics-bind-address", r.metrics,
 		"--health-probe-bind-address", r.probe,
@@ -46,6 +53,7 @@ func startReplica(t testing.TB, name, logNamespace string) *replica {
 		// the flag is required.
 		"--build-image", "release-controller:scale-test",
 	}
+	r.args = append(r.args, extra...)
 	logPath := filepath.Join(workDir, "controllers", fmt.Sprintf("%s-%s-%d.log", t.Name(), name, time.Now().UnixNano()))
 	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
 		t.Fatal(err)

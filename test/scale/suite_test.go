@@ -42,11 +42,22 @@ const runnerParallel = 8
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	testenv.Main(m, &env, func(e *testenv.Env) (func(), error) {
+	var err error
+	if workDir, err = os.MkdirTemp("", "scale-"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	// The API server audits the requests of the fault tests' controller user (faults.go): what
+	// reached it, and how it answered, whatever the controller process went through.
+	policy := filepath.Join(workDir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	auditLog = filepath.Join(workDir, "audit.log")
+	opts := testenv.Options{APIServerFlags: map[string][]string{"audit-policy-file": {policy}, "audit-log-path": {auditLog}}}
+	testenv.MainWith(m, opts, &env, func(e *testenv.Env) (func(), error) {
 		var err error
-		if workDir, err = os.MkdirTemp("", "scale-"); err != nil {
-			return nil, err
-		}
 		binary = filepath.Join(workDir, "bin", "release-controller")
 		if err := testbinary.Build(binary); err != nil {
 			return nil, err
