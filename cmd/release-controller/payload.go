@@ -43,8 +43,9 @@ func newPayloadCommand() *cobra.Command {
 
 func newPayloadBuildCommand() *cobra.Command {
 	var (
-		kube       kubeclient.Options
-		payloadKey string
+		kube         kubeclient.Options
+		payloadKey   string
+		registryWait time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "build --payload NAMESPACE/NAME",
@@ -67,11 +68,12 @@ is the payload image's pull spec by digest.`,
 			if err != nil {
 				return fmt.Errorf("connecting to the cluster: %w", err)
 			}
-			return buildPayload(cmd.Context(), c, namespace, name, cmd.OutOrStdout())
+			return buildPayload(cmd.Context(), c, namespace, name, registryWait, cmd.OutOrStdout())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&payloadKey, "payload", "", "the ReleasePayload to build, as NAMESPACE/NAME")
+	f.DurationVar(&registryWait, "registry-wait", DefaultRegistryWait, "while the registry is unreachable or answers 5xx or 429, build again with a growing pause for at most this long (0: fail at once)")
 	kube.AddFlags(f)
 	_ = cmd.MarkFlagRequired("payload")
 	return cmd
@@ -83,9 +85,18 @@ is the payload image's pull spec by digest.`,
 // (config/rbac/build/role.yaml, see the Makefile's generate).
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=get;list
 
+// DefaultRegistryWait is how long `payload build` rides out a registry that cannot answer: a
+// registry restart or a short outage does not fail the payload.
+const DefaultRegistryWait = 5 * time.Minute
+
+// maxBuildPause bounds the pause between two builds while the registry cannot answer.
+const maxBuildPause = 30 * time.Second
+
 // buildPayload builds and pushes the payload namespace/name, printing progress and then the
-// image's pull spec by digest to out.
-func buildPayload(ctx context.Context, c client.Client, namespace, name string, out io.Writer) error {
+// image's pull spec by digest to out. While the registry cannot answer (releaseimage.Transient)
+// it builds again, pausing 1 s, 2 s, 4 s … up to maxBuildPause, for at most wait; a build is
+// the same image every time (its creation time is the payload's), so building again is safe.
+func buildPayload(ctx context.Context, c client.Client, namespace, name string, wait time.Duration, out io.Writer) error {
 	var payload v1alpha1.ReleasePayload
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &payload); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -108,7 +119,7 @@ func buildPayload(ctx context.Context, c client.Client, namespace, name string, 
 	}
 	fmt.Fprintf(out, "building %s of stream %s: %d components, previous releases: %s\n",
 		coords.Tag, coords.Stream, len(components), listOrNone(previous))
-	res, err := releaseimage.Build(ctx, releaseimage.BuildOptions{
+	opts := releaseimage.BuildOptions{
 		Tag:        coords.Tag,
 		Stream:     coords.Stream,
 		Repository: payload.Spec.PayloadCreationConfig.Repository,
@@ -120,7 +131,20 @@ func buildPayload(ctx context.Context, c client.Client, namespace, name string, 
 		Created:  payload.CreationTimestamp.Time,
 		Remote:   registryclient.New().Options(ctx),
 		Progress: out,
-	})
+	}
+	giveUp := time.Now().Add(wait)
+	pause := time.Second
+	res, err := releaseimage.Build(ctx, opts)
+	for err != nil && releaseimage.Transient(err) && time.Now().Add(pause).Before(giveUp) {
+		fmt.Fprintf(out, "the registry cannot answer: %v; building again in %s (giving up at %s)\n", err, pause, giveUp.UTC().Format(time.TimeOnly))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, maxBuildPause)
+		res, err = releaseimage.Build(ctx, opts)
+	}
 	if err != nil {
 		return fmt.Errorf("building release payload %s/%s: %w", namespace, name, err)
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -233,6 +235,62 @@ func TestPayloadBuildAndInfo(t *testing.T) {
 
 // TestPayloadBuildErrors checks the errors the creation job reports. The kubeconfig comes from
 // $KUBECONFIG here, as in the local environment.
+// TestPayloadBuildWaitsForTheRegistry: the registry is down when the build starts; the build
+// says so and tries again, and once the registry is back (same address and data) it pushes.
+func TestPayloadBuildWaitsForTheRegistry(t *testing.T) {
+	dir := t.TempDir()
+	reg, err := registry.Start(context.Background(), registry.Options{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := reg.Addr()
+	ns := env.Namespace(t)
+	t.Setenv("KUBECONFIG", writeKubeconfig(t))
+	api := pushComponent(t, reg, "api", "1111")
+	tag := "1.0.0-2026-11-26-093000"
+	createPayload(t, ns, "nightly", tag, addr+"/product/release", "", v1alpha1.PinnedComponent{Name: "api", Image: api})
+	if err := reg.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	read, write := io.Pipe()
+	cmd := newRootCommand()
+	cmd.SetOut(write)
+	cmd.SetErr(write)
+	cmd.SetArgs([]string{"payload", "build", "--payload", ns + "/" + tag})
+	done := make(chan error, 1)
+	go func() {
+		err := cmd.ExecuteContext(context.Background())
+		_ = write.CloseWithError(err)
+		done <- err
+	}()
+	lines := bufio.NewScanner(read)
+	var out []string
+	for lines.Scan() {
+		out = append(out, lines.Text())
+		if strings.HasPrefix(lines.Text(), "the registry cannot answer: ") {
+			break
+		}
+	}
+	if len(out) == 0 || !strings.Contains(out[len(out)-1], "registry "+addr+" is unreachable") || !strings.Contains(out[len(out)-1], "building again in 1s") {
+		t.Fatalf("the build did not say it waits for the registry:\n%s", strings.Join(out, "\n"))
+	}
+	back, err := registry.Start(context.Background(), registry.Options{Dir: dir, Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = back.Close() })
+	for lines.Scan() {
+		out = append(out, lines.Text())
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("payload build: %v\n%s", err, strings.Join(out, "\n"))
+	}
+	if last := out[len(out)-1]; !strings.HasPrefix(last, addr+"/product/release@sha256:") {
+		t.Fatalf("the last line is %q, want the payload's pull spec:\n%s", last, strings.Join(out, "\n"))
+	}
+}
+
 func TestPayloadBuildErrors(t *testing.T) {
 	reg := startRegistry(t)
 	ns := env.Namespace(t)
@@ -267,7 +325,8 @@ func TestPayloadBuildErrors(t *testing.T) {
 		{ns + "/1.0.0-2026-11-22-110000", []string{"pushing the payload image", "registry " + goneAddr + " is unreachable"}},
 	} {
 		t.Run(tc.payload, func(t *testing.T) {
-			out, err := run(t, "payload", "build", "--payload", tc.payload)
+			// --registry-wait 0: an unreachable registry fails at once (TestPayloadBuildWaitsForTheRegistry waits).
+			out, err := run(t, "payload", "build", "--payload", tc.payload, "--registry-wait", "0")
 			if err == nil {
 				t.Fatalf("payload build succeeded:\n%s", out)
 			}
