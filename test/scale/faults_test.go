@@ -36,6 +36,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/audit"
+	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/signing"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
@@ -663,4 +664,85 @@ func signaturesPerPayload(t testing.TB, store string, s *snapshot) (map[string]i
 	}
 	sort.Strings(missing)
 	return counts, missing
+}
+
+// TestFaultRegistryDown (case 3): the registry stops for FAULTS_REGISTRY_DOWN (2 minutes in
+// make faults, 20 s in go test) while half the fleet's payloads are built and the other half
+// build, and the built ones are accepted and audited. The builds wait for the registry
+// (payload build --registry-wait), the audits say AuditError and retry; once it is back every
+// payload is built once, accepted, audited and signed once.
+func TestFaultRegistryDown(t *testing.T) {
+	sc := scaleOf(t)
+	outage := 20 * time.Second
+	if v := os.Getenv("FAULTS_REGISTRY_DOWN"); v != "" {
+		var err error
+		if outage, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("FAULTS_REGISTRY_DOWN=%q: %v", v, err)
+		}
+	}
+	var store string
+	f := newFleetWith(t, sc.jobs)
+	c := startFaultController(t, f.logNS, signingFlags(t, &store)(f)...)
+	f.addStreams(t, sc.streams, func(int) bool { return true })
+	waitFor(t, "half the payloads are built", convergeTimeout, nil, func(ctx context.Context) (bool, string, error) {
+		c.keepRunning()
+		s, err := f.snapshot(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		return s.created() >= sc.streams/2, s.summary(), nil
+	})
+	from := c.mark()
+	before, err := f.snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := reg.Addr()
+	if err := reg.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	f.openGate(t)
+	var auditErrors []string
+	for time.Since(stopped) < outage { // the outage; what the payloads say meanwhile
+		c.keepRunning()
+		if s, err := f.snapshot(context.Background()); err == nil {
+			for _, p := range storeFailures(s) {
+				if !slices.Contains(auditErrors, p) {
+					auditErrors = append(auditErrors, p)
+				}
+			}
+		}
+		time.Sleep(time.Second)
+	}
+	importErrors := reasonEvents(t, f.ns, v1alpha1.EventImportFailed)
+	if reg, err = registry.Start(context.Background(), registry.Options{Dir: filepath.Join(workDir, "registry"), Addr: addr}); err != nil {
+		t.Fatal(err)
+	}
+	restored := time.Now()
+	errs, said := c.saidSince(from)
+	took := f.converge(t, c)
+	var signed map[string]int
+	waitFor(t, "every accepted payload is audited and signed", convergeTimeout, nil, func(ctx context.Context) (bool, string, error) {
+		c.keepRunning()
+		s, err := f.snapshot(ctx)
+		if err != nil {
+			return false, "", err
+		}
+		var missing []string
+		signed, missing = signaturesPerPayload(t, store, s)
+		return len(missing) == 0, fmt.Sprintf("not signed yet: %v", missing[:min(len(missing), 5)]), nil
+	})
+	for tag, n := range signed {
+		if n != 1 {
+			t.Errorf("payload %s has %d signatures in the store, want 1", tag, n)
+		}
+	}
+	first := ""
+	if len(auditErrors) > 0 {
+		first = auditErrors[0]
+	}
+	faultLine(t, "registry-down", "streams", sc.streams, "jobs", sc.jobs, "down_s", restored.Sub(stopped).Round(time.Second).Seconds(),
+		"built_before", before.created(), "audit_errors", len(auditErrors), "import_failed_events", len(importErrors), "controller_errors", errs,
+		"converge_s", took.Round(time.Second).Seconds(), "signed_once", len(signed), "condition", strconv.Quote(first), "said", strconv.Quote(strings.Join(said, " | ")))
 }
