@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -130,7 +131,7 @@ func (e *Env) component(name string) (*component, error) {
 	if c, ok := e.components[name]; ok {
 		return c, nil
 	}
-	pid, argv, err := childProcess(name)
+	pid, argv, err := childProcess(name, e.ownArg(name))
 	if err != nil {
 		return nil, err
 	}
@@ -142,8 +143,23 @@ func (e *Env) component(name string) (*component, error) {
 	return c, nil
 }
 
-// childProcess finds this process's child whose command is name, and its command line.
-func childProcess(name string) (int, []string, error) {
+// ownArg is an argument only this Env's process of name has: its API server's secure port,
+// or its etcd's client URL, so that a test process running several API servers kills the
+// right one.
+func (e *Env) ownArg(name string) string {
+	if name == APIServer {
+		u, err := url.Parse(e.Config.Host)
+		if err != nil {
+			return ""
+		}
+		return "--secure-port=" + u.Port()
+	}
+	return "--listen-client-urls=" + e.env.ControlPlane.Etcd.URL.String()
+}
+
+// childProcess finds this process's child whose command is name and whose command line holds
+// arg, and its command line.
+func childProcess(name, arg string) (int, []string, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return 0, nil, err
@@ -172,11 +188,11 @@ func childProcess(name string) (int, []string, error) {
 			continue
 		}
 		argv := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
-		if filepath.Base(argv[0]) == name {
+		if filepath.Base(argv[0]) == name && slices.Contains(argv, arg) {
 			return pid, argv, nil
 		}
 	}
-	return 0, nil, fmt.Errorf("no %s process among the children of pid %d", name, os.Getpid())
+	return 0, nil, fmt.Errorf("no %s process with %s among the children of pid %d", name, arg, os.Getpid())
 }
 
 // stopRestarted stops the processes Restart started, which envtest does not know of.
