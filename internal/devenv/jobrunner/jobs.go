@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/devenv/jobstatus"
 )
 
@@ -85,9 +86,13 @@ func (r *Runner) runJob(ctx context.Context, job *batchv1.Job, p process) {
 		ctx, cancel = context.WithDeadlineCause(ctx, job.Status.StartTime.Add(time.Duration(*d)*time.Second), errDeadline)
 		defer cancel()
 	}
-	err := r.acquire(ctx)
+	slots := r.slots
+	if job.Labels[v1alpha1.LabelJobType] == v1alpha1.JobTypeCreation {
+		slots = r.buildSlots
+	}
+	err := acquire(ctx, slots)
 	if err == nil {
-		defer r.release()
+		defer func() { <-slots }()
 	}
 	for {
 		if err == nil {

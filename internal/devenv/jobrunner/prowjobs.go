@@ -76,10 +76,10 @@ func (r *Runner) reconcileProwJob(ctx context.Context, req reconcile.Request) (r
 
 // runProwJob runs the ProwJob's pod once (Prow does not retry) and writes the result.
 func (r *Runner) runProwJob(ctx context.Context, pj *prowv1.ProwJob, p process, url string) {
-	err := r.acquire(ctx)
+	err := acquire(ctx, r.slots)
 	if err == nil {
 		err = r.execute(ctx, r.LogPath(pj.Namespace, pj.Name), p)
-		r.release()
+		<-r.slots
 	}
 	state, description := prowv1.SuccessState, "Job succeeded."
 	switch {

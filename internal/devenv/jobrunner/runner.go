@@ -46,7 +46,9 @@ type Options struct {
 	// Env is added to every process's environment (after the runner's PATH and HOME, before
 	// the container's own env), e.g. KUBECONFIG=... or a PATH holding the tools jobs call.
 	Env []string
-	// MaxParallel is how many processes run at once; further ones wait their turn.
+	// MaxParallel is how many processes run at once; further ones wait their turn. Creation
+	// jobs (payload builds) have as many slots of their own, so that verifications that wait
+	// (for a gate, a long test) never hold back the builds that start other payloads.
 	MaxParallel int
 	// LogURL, when set, gives the URL written as a ProwJob's status.url.
 	LogURL func(kind, namespace, name string) string
@@ -88,6 +90,8 @@ type Runner struct {
 	// server confirmed the object is unfinished, since the cache can lag behind our own writes.
 	reader client.Reader
 	slots  chan struct{}
+	// buildSlots are the creation jobs' slots.
+	buildSlots chan struct{}
 
 	// root is cancelled on shutdown; every run's context derives from it.
 	root context.Context
@@ -138,6 +142,7 @@ func New(opts Options) (*Runner, error) {
 	return &Runner{
 		opts:          opts,
 		slots:         make(chan struct{}, opts.MaxParallel),
+		buildSlots:    make(chan struct{}, opts.MaxParallel),
 		root:          root,
 		stop:          stop,
 		runs:          map[runKey]*run{},
@@ -245,17 +250,15 @@ func (r *Runner) launch(reqCtx context.Context, key runKey, uid types.UID, event
 	}()
 }
 
-// acquire waits for a free process slot; it fails when ctx ends first.
-func (r *Runner) acquire(ctx context.Context) error {
+// acquire waits for a free slot of slots; it fails when ctx ends first.
+func acquire(ctx context.Context, slots chan struct{}) error {
 	select {
-	case r.slots <- struct{}{}:
+	case slots <- struct{}{}:
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
 }
-
-func (r *Runner) release() { <-r.slots }
 
 // writeStatus applies change to obj and patches obj's status; change reports false when there
 // is nothing to write. The optimistic lock makes a write based on an outdated object fail: obj

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
+	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
 )
 
@@ -281,6 +282,25 @@ func TestMaxParallelRunsJobsInTurn(t *testing.T) {
 		!strings.HasPrefix(lines[1], "end-") || !strings.HasPrefix(lines[3], "end-") {
 		t.Errorf("order %q, want one job after the other", lines)
 	}
+}
+
+// TestBuildsDoNotWaitBehindVerifications: with one slot held by a verification that waits, a
+// creation job (a payload build) still runs: builds have slots of their own.
+func TestBuildsDoNotWaitBehindVerifications(t *testing.T) {
+	ns := env.Namespace(t)
+	startRunner(t, ns, jobrunner.Options{MaxParallel: 1})
+	dir := t.TempDir()
+	waiting := newJob(ns, "verify", `while [ ! -e "$DIR/open" ]; do sleep 0.1; done`, corev1.EnvVar{Name: "DIR", Value: dir})
+	waiting.Labels = map[string]string{v1alpha1.LabelJobType: v1alpha1.JobTypeVerification}
+	create(t, waiting)
+	build := newJob(ns, "build", `echo built`)
+	build.Labels = map[string]string{v1alpha1.LabelJobType: v1alpha1.JobTypeCreation}
+	create(t, build)
+	waitJob(t, ns, "build", finished)
+	if err := os.WriteFile(filepath.Join(dir, "open"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, ns, "verify", finished)
 }
 
 // TestServiceAccountTokens: with ServiceAccountAPIServer, a pod naming a service account runs
