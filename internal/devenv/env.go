@@ -56,6 +56,10 @@ type Options struct {
 	ChangeLog changelog.Config
 	// ArtifactsURL is the base of the payloads' download links; empty leaves them out.
 	ArtifactsURL string
+	// MetricsAddr, when set, serves the controllers' Prometheus metrics (and the Go
+	// runtime's: memory, goroutines) on that address, as the controller's
+	// --metrics-bind-address does; empty serves none.
+	MetricsAddr string
 }
 
 // DemoNamespace holds the demo's stream and payloads.
@@ -140,8 +144,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 	}
 	defer func() { err = errors.Join(err, auditOpts.Store.Close()) }()
 
+	metricsAddr := opts.MetricsAddr
+	if metricsAddr == "" {
+		metricsAddr = "0"
+	}
 	mgrOpts := manager.Options{
-		MetricsAddr:    "0",
+		MetricsAddr:    metricsAddr,
 		ProbeAddr:      "0",
 		ImportInterval: 5 * time.Second,
 		RetryBackoff:   verify.Backoff{Base: 5 * time.Second, Cap: time.Minute},
