@@ -58,6 +58,8 @@ FAULTS_STREAMS ?= 100
 FAULTS_JOBS ?= 10
 FAULTS_KILLS ?= 10
 FAULTS_REGISTRY_DOWN ?= 2m
+# make soak: how long dev runs accelerated (make test runs 2 minutes).
+SOAK_DURATION ?= 1h
 TEST_TAGS := containers_image_openpgp
 
 # test/cluster starts the local cluster (make cluster's) for its run and removes it at the end;
@@ -231,10 +233,17 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint (.golangci.yml).
 
 # BENCH_LARGE=1 puts 10,000 payloads in flight instead of 1,000 (BENCH_PAYLOADS=N: any N).
 .PHONY: bench
+.PHONY: soak
+soak: control-plane ## Run make run's demo accelerated (a build every 10 s, broken builds at random) for SOAK_DURATION (1h); sample dev's memory and goroutines every 30 s. make test runs 2 minutes.
+	@echo "==> soak: release-controller dev for $(SOAK_DURATION), a build every 10 s"
+	SOAK_DURATION=$(SOAK_DURATION) $(GO) test -count=1 -v -timeout 0 -tags $(TEST_TAGS) -run '^TestSoak$$' ./test/soak/ | tee $(BIN)/soak.log | grep -E '^(=== RUN|--- |SOAK|PASS|FAIL|ok)|_test.go:'
+	@echo "==> the whole output is in $(BIN)/soak.log"
+
 .PHONY: faults
 faults: control-plane ## Break the parts around the shipped controller (API server, etcd, registry, signature store, priority and fairness, the controller itself) with 100 streams x 10 jobs in flight; check nothing is lost. make test runs a small version.
 	@echo "==> fault suite: FAULTS_STREAMS=$(FAULTS_STREAMS) streams x FAULTS_JOBS=$(FAULTS_JOBS) jobs, FAULTS_KILLS=$(FAULTS_KILLS) controller kills"
-	FAULTS_STREAMS=$(FAULTS_STREAMS) FAULTS_JOBS=$(FAULTS_JOBS) FAULTS_KILLS=$(FAULTS_KILLS) FAULTS_REGISTRY_DOWN=$(FAULTS_REGISTRY_DOWN) $(GO) test -count=1 -v -timeout 120m -tags $(TEST_TAGS) -run '^TestFault' ./test/scale/ | grep -E '^(=== RUN|--- |FAULT|PASS|FAIL|ok)|faults_test.go'
+	FAULTS_STREAMS=$(FAULTS_STREAMS) FAULTS_JOBS=$(FAULTS_JOBS) FAULTS_KILLS=$(FAULTS_KILLS) FAULTS_REGISTRY_DOWN=$(FAULTS_REGISTRY_DOWN) $(GO) test -count=1 -v -timeout 120m -tags $(TEST_TAGS) -run '^TestFault' ./test/scale/ | tee $(BIN)/faults.log | grep -E '^(=== RUN|--- |FAULT|PASS|FAIL|ok)|_test.go:'
+	@echo "==> the whole output is in $(BIN)/faults.log"
 
 bench: build control-plane ## Run the benchmarks on bin/release-controller as shipped: payload acceptance, payload build, release pages and REST reads; release log reads.
 	@echo "==> bin/release-controller controller --kubeconfig with 1,000 payloads x 10 jobs in flight on a local API server (BENCH_LARGE=1: 10,000); bin/release-controller payload build of 1,000 components; bin/release-controller api serving 10,000 payloads; bin/release-controller controller with 100 pipelines x 3 environments x 2 targets over 3 API servers"
