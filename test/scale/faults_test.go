@@ -590,6 +590,7 @@ func TestFaultSignatureStore(t *testing.T) {
 		signed, missing = signaturesPerPayload(t, store, s)
 		return len(missing) == 0, fmt.Sprintf("not signed yet: %v", missing[:min(len(missing), 5)]), nil
 	})
+	signedAfter := time.Since(restored)
 	for tag, n := range signed {
 		if n != 1 {
 			t.Errorf("payload %s has %d signatures in the store, want 1", tag, n)
@@ -600,7 +601,7 @@ func TestFaultSignatureStore(t *testing.T) {
 	}
 	faultLine(t, "signature-store", "streams", sc.streams, "jobs", sc.jobs, "broken_s", restored.Sub(broken).Round(time.Second).Seconds(),
 		"payloads_saying_so", len(while), "events", len(events), "controller_errors", errs, "converge_s", took.Round(time.Second).Seconds(),
-		"signed_once", len(signed), "condition", strconv.Quote(while[0]), "said", strconv.Quote(strings.Join(said, " | ")))
+		"signed_after_s", signedAfter.Round(time.Second).Seconds(), "signed_once", len(signed), "condition", strconv.Quote(while[0]), "said", strconv.Quote(strings.Join(said, " | ")))
 }
 
 // storeFailures lists the payloads whose PayloadAudited or PayloadSigned says the store
@@ -733,6 +734,7 @@ func TestFaultRegistryDown(t *testing.T) {
 		signed, missing = signaturesPerPayload(t, store, s)
 		return len(missing) == 0, fmt.Sprintf("not signed yet: %v", missing[:min(len(missing), 5)]), nil
 	})
+	signedAfter := time.Since(restored)
 	for tag, n := range signed {
 		if n != 1 {
 			t.Errorf("payload %s has %d signatures in the store, want 1", tag, n)
@@ -744,5 +746,5 @@ func TestFaultRegistryDown(t *testing.T) {
 	}
 	faultLine(t, "registry-down", "streams", sc.streams, "jobs", sc.jobs, "down_s", restored.Sub(stopped).Round(time.Second).Seconds(),
 		"built_before", before.created(), "audit_errors", len(auditErrors), "import_failed_events", len(importErrors), "controller_errors", errs,
-		"converge_s", took.Round(time.Second).Seconds(), "signed_once", len(signed), "condition", strconv.Quote(first), "said", strconv.Quote(strings.Join(said, " | ")))
+		"converge_s", took.Round(time.Second).Seconds(), "signed_after_s", signedAfter.Round(time.Second).Seconds(), "signed_once", len(signed), "condition", strconv.Quote(first), "said", strconv.Quote(strings.Join(said, " | ")))
 }
