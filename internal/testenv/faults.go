@@ -8,15 +8,14 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/release-controller/release-controller/internal/childproc"
 	"github.com/release-controller/release-controller/internal/testbinary"
 )
 
@@ -160,36 +159,13 @@ func (e *Env) ownArg(name string) string {
 // childProcess finds this process's child whose command is name and whose command line holds
 // arg, and its command line.
 func childProcess(name, arg string) (int, []string, error) {
-	entries, err := os.ReadDir("/proc")
+	children, err := childproc.Children(os.Getpid(), name)
 	if err != nil {
 		return 0, nil, err
 	}
-	for _, entry := range entries {
-		pid, err := strconv.Atoi(entry.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may hold spaces, so read after the last ')'.
-		end := bytes.LastIndexByte(stat, ')')
-		start := bytes.IndexByte(stat, '(')
-		if start < 0 || end < start {
-			continue
-		}
-		fields := strings.Fields(string(stat[end+1:]))
-		if len(fields) < 2 || fields[1] != strconv.Itoa(os.Getpid()) {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		argv := strings.Split(strings.TrimSuffix(string(cmdline), "\x00"), "\x00")
-		if filepath.Base(argv[0]) == name && slices.Contains(argv, arg) {
-			return pid, argv, nil
+	for _, c := range children {
+		if slices.Contains(c.Argv, arg) {
+			return c.Pid, c.Argv, nil
 		}
 	}
 	return 0, nil, fmt.Errorf("no %s process with %s among the children of pid %d", name, arg, os.Getpid())
