@@ -16,8 +16,9 @@ import (
 
 // controlPlane is kube-apiserver and etcd keeping their state in the data directory.
 type controlPlane struct {
-	env    *envtest.Environment
-	config *rest.Config
+	env     *envtest.Environment
+	config  *rest.Config
+	dataDir string
 }
 
 // startControlPlane starts etcd and kube-apiserver from binDir on the ports of state, with
@@ -64,7 +65,11 @@ func startControlPlane(binDir, dataDir string, st *state, kubeconfig string) (*c
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd: %w", err)
 	}
-	cp := &controlPlane{env: env, config: cfg}
+	cp := &controlPlane{env: env, config: cfg, dataDir: dataDir}
+	if err := recordControlPlane(dataDir); err != nil {
+		_ = cp.stop()
+		return nil, fmt.Errorf("recording the control plane's processes: %w", err)
+	}
 	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		_ = cp.stop()
@@ -82,7 +87,10 @@ func startControlPlane(binDir, dataDir string, st *state, kubeconfig string) (*c
 }
 
 func (cp *controlPlane) stop() error {
-	return cp.env.Stop()
+	if err := cp.env.Stop(); err != nil {
+		return err
+	}
+	return forgetControlPlane(cp.dataDir)
 }
 
 // openLogs opens (appending) the named files in dir.

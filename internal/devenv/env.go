@@ -93,11 +93,25 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	defer unlock()
+	// The lock is ours, so no environment runs on this folder: what its record names and
+	// still runs was left by one that was killed.
+	stopped, err := stopLeftovers(dataDir)
+	if err != nil {
+		return err
+	}
+	if stopped > 0 {
+		step("stopped the kube-apiserver and etcd (%d processes) that an earlier start, killed before it could stop them, left running", stopped)
+	}
 	st, err := loadState(dataDir)
 	if err != nil {
 		return err
 	}
-	if err := st.checkPorts(); err != nil {
+	err = st.checkPorts()
+	// The connections of stopped leftovers may hold their ports for a moment after they exit.
+	for deadline := time.Now().Add(time.Minute); err != nil && stopped > 0 && time.Now().Before(deadline); err = st.checkPorts() {
+		time.Sleep(500 * time.Millisecond)
+	}
+	if err != nil {
 		return err
 	}
 	kubeconfig := filepath.Join(dataDir, KubeconfigFile)

@@ -75,15 +75,7 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("SOAK_DURATION=%s SOAK_SEED=%d", duration, seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is unset: run `make test` or `make soak`, which build the control plane")
-	}
-	dir := t.TempDir()
-	binary := filepath.Join(dir, "release-controller")
-	if err := testbinary.Build(binary); err != nil {
-		t.Fatal(err)
-	}
+	dir, binary, assets := buildDev(t)
 	dataDir := filepath.Join(dir, "data")
 	start := func(name string, interval time.Duration) (*testbinary.Process, string) {
 		t.Helper()
@@ -236,6 +228,22 @@ func conditionsOf(p *v1alpha1.ReleasePayload) string {
 		parts = append(parts, fmt.Sprintf("%s:%s(%d runs)", v.Name, v.State, len(v.Runs)))
 	}
 	return strings.Join(parts, " ")
+}
+
+// buildDev builds the binary into a folder of the test, which it returns with the binary and
+// the control plane's folder.
+func buildDev(t testing.TB) (dir, binary, assets string) {
+	t.Helper()
+	assets = os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is unset: run `make test` or `make soak`, which build the control plane")
+	}
+	dir = t.TempDir()
+	binary = filepath.Join(dir, "release-controller")
+	if err := testbinary.Build(binary); err != nil {
+		t.Fatal(err)
+	}
+	return dir, binary, assets
 }
 
 func expected(line string) bool {
