@@ -240,9 +240,9 @@ soak: control-plane ## Run make run's demo accelerated (a build every 10 s, brok
 	@echo "==> the whole output is in $(BIN)/soak.log"
 
 .PHONY: faults
-faults: control-plane ## Break the parts around the shipped controller (API server, etcd, registry, signature store, priority and fairness, the controller itself) with 100 streams x 10 jobs in flight; check nothing is lost. make test runs a small version.
+faults: control-plane ## Break the parts around the shipped controller (API server, etcd, registry, signature store, priority and fairness, a remote cluster, the controller itself) and dev's changelog cache with 100 streams x 10 jobs in flight; check nothing is lost. make test runs a small version.
 	@echo "==> fault suite: FAULTS_STREAMS=$(FAULTS_STREAMS) streams x FAULTS_JOBS=$(FAULTS_JOBS) jobs, FAULTS_KILLS=$(FAULTS_KILLS) controller kills"
-	FAULTS_STREAMS=$(FAULTS_STREAMS) FAULTS_JOBS=$(FAULTS_JOBS) FAULTS_KILLS=$(FAULTS_KILLS) FAULTS_REGISTRY_DOWN=$(FAULTS_REGISTRY_DOWN) $(GO) test -count=1 -v -timeout 120m -tags $(TEST_TAGS) -run '^TestFault' ./test/scale/ | tee $(BIN)/faults.log | grep -E '^(=== RUN|--- |FAULT|PASS|FAIL|ok)|_test.go:'
+	FAULTS_STREAMS=$(FAULTS_STREAMS) FAULTS_JOBS=$(FAULTS_JOBS) FAULTS_KILLS=$(FAULTS_KILLS) FAULTS_REGISTRY_DOWN=$(FAULTS_REGISTRY_DOWN) $(GO) test -count=1 -v -timeout 120m -tags $(TEST_TAGS) -run '^TestFault' ./test/scale/ ./test/soak/ | tee $(BIN)/faults.log | grep -E '^(=== RUN|--- |FAULT|PASS|FAIL|ok)|_test.go:'
 	@echo "==> the whole output is in $(BIN)/faults.log"
 
 bench: build control-plane ## Run the benchmarks on bin/release-controller as shipped: payload acceptance, payload build, release pages and REST reads; release log reads.
