@@ -26,6 +26,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/manager"
+	"github.com/release-controller/release-controller/internal/releaseimage"
 )
 
 // verification is the one blocking verification every stream runs.
@@ -70,6 +71,15 @@ func repo(ns, image string) string { return fmt.Sprintf("%s/%s/%s", reg.Addr(), 
 // returns that reference.
 func publish(t testing.TB, ns, image string) string {
 	t.Helper()
+	ref := repo(ns, image) + ":latest"
+	pushComponent(t, ref, "https://git.example.com/"+image, "r1")
+	return ref
+}
+
+// pushComponent pushes a small random linux/amd64 image labelled with its source and revision
+// as ref, and returns it by digest.
+func pushComponent(t testing.TB, ref, source, revision string) string {
+	t.Helper()
 	img, err := random.Image(256, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -80,21 +90,22 @@ func publish(t testing.TB, ns, image string) string {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.OS, cfg.Architecture = "linux", "amd64"
-	cfg.Config.Labels = map[string]string{
-		"org.opencontainers.image.source":   "https://git.example.com/" + image,
-		"org.opencontainers.image.revision": "r1",
-	}
+	cfg.Config.Labels = map[string]string{releaseimage.LabelSource: source, releaseimage.LabelRevision: revision}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		t.Fatal(err)
 	}
-	ref, err := name.ParseReference(repo(ns, image) + ":latest")
+	parsed, err := name.ParseReference(ref)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := remote.Write(ref, img); err != nil {
+	if err := remote.Write(parsed, img); err != nil {
 		t.Fatalf("pushing %s: %v", ref, err)
 	}
-	return ref.String()
+	digest, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parsed.Context().Digest(digest.String()).String()
 }
 
 // runsFile collects one line per verification process started: the payload's tag.
@@ -173,12 +184,16 @@ func (f *fleet) addStreams(t testing.TB, n int, gated func(i int) bool) {
 	}
 }
 
-func (f *fleet) deleteAll(t testing.TB) {
+func (f *fleet) deleteAll(t testing.TB) { deleteReleaseObjects(t, f.ns) }
+
+// deleteReleaseObjects deletes the streams, payloads, jobs and pipelines of namespace ns, so
+// that the controllers of later tests (each with a release log of its own) do not take them up.
+func deleteReleaseObjects(t testing.TB, ns string) {
 	ctx := context.Background()
 	background := client.PropagationPolicy(metav1.DeletePropagationBackground)
-	for _, obj := range []client.Object{&v1alpha1.ReleaseStream{}, &v1alpha1.ReleasePayload{}, &batchv1.Job{}} {
-		if err := env.Client.DeleteAllOf(ctx, obj, client.InNamespace(f.ns), background); err != nil {
-			t.Logf("cleaning up %T in %s: %v", obj, f.ns, err)
+	for _, obj := range []client.Object{&v1alpha1.ReleaseStream{}, &v1alpha1.ReleasePayload{}, &batchv1.Job{}, &v1alpha1.Pipeline{}} {
+		if err := env.Client.DeleteAllOf(ctx, obj, client.InNamespace(ns), background); err != nil {
+			t.Logf("cleaning up %T in %s: %v", obj, ns, err)
 		}
 	}
 }

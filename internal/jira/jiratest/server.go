@@ -66,6 +66,10 @@ type Server struct {
 	nextID   int
 	requests []Request
 	failures []failure
+	// down, when not zero, is the status every request gets (Down).
+	down int
+	// stalls are how many of the next requests get no answer (Stall).
+	stalls int
 	// commentFieldLimit bounds the comments the comment field holds, as Jira Cloud
 	// does; the comment resource pages through all of them.
 	commentFieldLimit int
@@ -157,6 +161,27 @@ func (s *Server) Fail(n, status int, retryAfter string) {
 	}
 }
 
+// Down makes every request answer status (500, say) until Up.
+func (s *Server) Down(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = status
+}
+
+// Up ends Down.
+func (s *Server) Up() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = 0
+}
+
+// Stall makes the next n requests get no answer until their client gives up (a timeout).
+func (s *Server) Stall(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stalls += n
+}
+
 // Requests are the requests received so far, in order.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -201,8 +226,18 @@ var (
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path})
+	if s.stalls > 0 {
+		s.stalls--
+		s.mu.Unlock()
+		<-r.Context().Done() // the client gave up, or the server closes
+		return
+	}
+	defer s.mu.Unlock()
+	if s.down != 0 {
+		writeErrors(w, s.down, http.StatusText(s.down))
+		return
+	}
 	if len(s.failures) > 0 {
 		f := s.failures[0]
 		s.failures = s.failures[1:]
