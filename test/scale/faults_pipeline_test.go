@@ -41,7 +41,7 @@ func TestFaultRemoteCluster(t *testing.T) {
 	t.Cleanup(func() { _ = leaf.Stop() })
 	ns := env.Namespace(t)
 	t.Cleanup(func() { deleteReleaseObjects(t, ns) }) // after the controller stops
-	localStaging := env.Namespace(t) // the local stagings' namespace
+	localStaging := env.Namespace(t)                  // the local stagings' namespace
 	logNS := env.Namespace(t)
 	leafKubeconfig := filepath.Join(t.TempDir(), "leaf-kubeconfig")
 	if err := leaf.WriteKubeconfig(leafKubeconfig); err != nil {
