@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -428,14 +429,20 @@ func leaderPod(t *testing.T, ctx context.Context) string {
 	return pod
 }
 
+// updateStream applies change to the stream. The controller writes the stream's status
+// meanwhile, which changes its resourceVersion: a conflict reads the stream again and applies
+// change again.
 func updateStream(t *testing.T, ctx context.Context, change func(*v1alpha1.ReleaseStream)) {
 	t.Helper()
-	var s v1alpha1.ReleaseStream
-	if err := admin.Get(ctx, client.ObjectKey{Namespace: teamNamespace, Name: streamName}, &s); err != nil {
-		t.Fatal(err)
-	}
-	change(&s)
-	if err := admin.Update(ctx, &s); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var s v1alpha1.ReleaseStream
+		if err := admin.Get(ctx, client.ObjectKey{Namespace: teamNamespace, Name: streamName}, &s); err != nil {
+			return err
+		}
+		change(&s)
+		return admin.Update(ctx, &s)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 }

@@ -487,11 +487,17 @@ func TestFaultControllerKilled(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	f := newFleetWith(t, sc.jobs)
 	c := startFaultController(t, f.logNS)
-	f.addStreams(t, sc.streams, func(int) bool { return false })
+	// Every stream's verifications wait for the gate, so that the kills find payloads being
+	// built and verified however fast the fleet goes; the gate opens after half of them, so
+	// that the other half land among acceptances, publications and release-log writes.
+	f.addStreams(t, sc.streams, func(int) bool { return true })
 	var moments []string
-	for range sc.kills {
-		// A random moment within the next few seconds, while the fleet has payloads to move.
-		time.Sleep(time.Duration(500+rng.IntN(4500)) * time.Millisecond)
+	for i := range sc.kills {
+		if i == sc.kills/2 {
+			f.openGate(t)
+		}
+		// A random moment within the next few seconds.
+		time.Sleep(time.Duration(300+rng.IntN(2700)) * time.Millisecond)
 		s, err := f.snapshot(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -507,6 +513,7 @@ func TestFaultControllerKilled(t *testing.T) {
 		<-c.r.Exited()
 		c.keepRunning()
 	}
+	f.openGate(t) // when there were too few kills to open it
 	took := f.converge(t, c)
 	if len(moments) == 0 {
 		t.Errorf("the fleet converged before the first kill: the case tested nothing")
