@@ -586,6 +586,21 @@ func TestFaultSignatureStore(t *testing.T) {
 	restored := time.Now()
 	errs, said := c.saidSince(from)
 	took := f.converge(t, c)
+	signed := f.waitSignedOnce(t, c, store)
+	signedAfter := time.Since(restored)
+	if len(events) == 0 {
+		t.Errorf("no Event said the store failed")
+	}
+	faultLine(t, "signature-store", "streams", sc.streams, "jobs", sc.jobs, "broken_s", restored.Sub(broken).Round(time.Second).Seconds(),
+		"payloads_saying_so", len(while), "events", len(events), "controller_errors", errs, "converge_s", took.Round(time.Second).Seconds(),
+		"signed_after_s", signedAfter.Round(time.Second).Seconds(), "signed_once", signed, "condition", strconv.Quote(while[0]), "said", strconv.Quote(strings.Join(said, " | ")))
+}
+
+// waitSignedOnce waits until every accepted payload of the fleet is signed, restarting the
+// controller whenever it exits, then checks that each has exactly one signature in the file
+// store; it returns how many payloads were signed.
+func (f *fleet) waitSignedOnce(t testing.TB, c *faultController, store string) int {
+	t.Helper()
 	var signed map[string]int
 	waitFor(t, "every accepted payload is audited and signed", convergeTimeout, nil, func(ctx context.Context) (bool, string, error) {
 		c.keepRunning()
@@ -597,18 +612,12 @@ func TestFaultSignatureStore(t *testing.T) {
 		signed, missing = signaturesPerPayload(t, store, s)
 		return len(missing) == 0, fmt.Sprintf("not signed yet: %v", missing[:min(len(missing), 5)]), nil
 	})
-	signedAfter := time.Since(restored)
 	for tag, n := range signed {
 		if n != 1 {
 			t.Errorf("payload %s has %d signatures in the store, want 1", tag, n)
 		}
 	}
-	if len(events) == 0 {
-		t.Errorf("no Event said the store failed")
-	}
-	faultLine(t, "signature-store", "streams", sc.streams, "jobs", sc.jobs, "broken_s", restored.Sub(broken).Round(time.Second).Seconds(),
-		"payloads_saying_so", len(while), "events", len(events), "controller_errors", errs, "converge_s", took.Round(time.Second).Seconds(),
-		"signed_after_s", signedAfter.Round(time.Second).Seconds(), "signed_once", len(signed), "condition", strconv.Quote(while[0]), "said", strconv.Quote(strings.Join(said, " | ")))
+	return len(signed)
 }
 
 // storeFailures lists the payloads whose PayloadAudited or PayloadSigned says the store
@@ -730,28 +739,13 @@ func TestFaultRegistryDown(t *testing.T) {
 	restored := time.Now()
 	errs, said := c.saidSince(from)
 	took := f.converge(t, c)
-	var signed map[string]int
-	waitFor(t, "every accepted payload is audited and signed", convergeTimeout, nil, func(ctx context.Context) (bool, string, error) {
-		c.keepRunning()
-		s, err := f.snapshot(ctx)
-		if err != nil {
-			return false, "", err
-		}
-		var missing []string
-		signed, missing = signaturesPerPayload(t, store, s)
-		return len(missing) == 0, fmt.Sprintf("not signed yet: %v", missing[:min(len(missing), 5)]), nil
-	})
+	signed := f.waitSignedOnce(t, c, store)
 	signedAfter := time.Since(restored)
-	for tag, n := range signed {
-		if n != 1 {
-			t.Errorf("payload %s has %d signatures in the store, want 1", tag, n)
-		}
-	}
 	first := ""
 	if len(auditErrors) > 0 {
 		first = auditErrors[0]
 	}
 	faultLine(t, "registry-down", "streams", sc.streams, "jobs", sc.jobs, "down_s", restored.Sub(stopped).Round(time.Second).Seconds(),
 		"built_before", before.created(), "audit_errors", len(auditErrors), "import_failed_events", len(importErrors), "controller_errors", errs,
-		"converge_s", took.Round(time.Second).Seconds(), "signed_after_s", signedAfter.Round(time.Second).Seconds(), "signed_once", len(signed), "condition", strconv.Quote(first), "said", strconv.Quote(strings.Join(said, " | ")))
+		"converge_s", took.Round(time.Second).Seconds(), "signed_after_s", signedAfter.Round(time.Second).Seconds(), "signed_once", signed, "condition", strconv.Quote(first), "said", strconv.Quote(strings.Join(said, " | ")))
 }
