@@ -92,6 +92,7 @@ type clusterEntry struct {
 	key     ClusterKey
 	config  *rest.Config
 	cluster cluster.Cluster
+	ctx     context.Context // ends when the cluster stops
 	cancel  context.CancelFunc
 	// secretVersion is the resourceVersion of the Secret the cluster was built from.
 	secretVersion string
@@ -103,6 +104,8 @@ type clusterEntry struct {
 type informerEntry struct {
 	informer     cache.Informer
 	registration toolscache.ResourceEventHandlerRegistration
+	// stopWaiting ends the wait for the informer's first sync when it is removed first.
+	stopWaiting context.CancelFunc
 }
 
 // NewClusters returns a clusters manager. local is the controller's own cluster; secretMeta
@@ -261,7 +264,7 @@ func (c *Clusters) ensure(ctx, runCtx context.Context, key ClusterKey, gvk schem
 		Reader: e.cluster.GetCache(), Writer: e.cluster.GetClient(),
 		synced: func(gvk schema.GroupVersionKind) bool {
 			i, ok := informers[gvk]
-			return ok && i.informer.HasSynced()
+			return ok && i.registration.HasSynced()
 		},
 	}
 }
@@ -317,7 +320,7 @@ func (c *Clusters) ensureCluster(ctx, runCtx context.Context, key ClusterKey) (*
 		return nil, fmt.Errorf("cluster %s: %w", key, err)
 	}
 	clusterCtx, cancel := context.WithCancel(runCtx)
-	e = &clusterEntry{key: key, config: cfg, cluster: cl, cancel: cancel, secretVersion: version, informers: map[schema.GroupVersionKind]*informerEntry{}}
+	e = &clusterEntry{key: key, config: cfg, cluster: cl, ctx: clusterCtx, cancel: cancel, secretVersion: version, informers: map[schema.GroupVersionKind]*informerEntry{}}
 	c.clusters[key] = e
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", key.String())
 	go func() {
@@ -352,9 +355,27 @@ func (c *Clusters) startInformer(ctx context.Context, e *clusterEntry, gvk schem
 	if err != nil {
 		return err
 	}
-	e.informers[gvk] = &informerEntry{informer: inf, registration: reg}
+	waitCtx, stopWaiting := context.WithCancel(e.ctx)
+	e.informers[gvk] = &informerEntry{informer: inf, registration: reg, stopWaiting: stopWaiting}
+	go c.enqueueWhenSynced(waitCtx, e.key, gvk, reg)
 	ctrl.LoggerFrom(ctx).Info("watching app kind", "cluster", e.key.String(), "kind", gvk.String())
 	return nil
+}
+
+// enqueueWhenSynced enqueues the pipelines watching gvk on the cluster once the informer's
+// handler has seen its first list. Until then their reconciles say "waiting for the cache"
+// and nothing else would call them back: the list's add events may be handled before the
+// informer counts as synced, and an app that does not exist sends no event at all.
+func (c *Clusters) enqueueWhenSynced(ctx context.Context, cluster ClusterKey, gvk schema.GroupVersionKind, reg toolscache.ResourceEventHandlerRegistration) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), reg.HasSynced) {
+		return
+	}
+	c.mu.Lock()
+	users := c.usersOf(cluster, gvk)
+	c.mu.Unlock()
+	for _, p := range users {
+		c.enqueue(p)
+	}
 }
 
 func asUnstructured(o any) *unstructured.Unstructured {
@@ -405,6 +426,7 @@ func (c *Clusters) collect(ctx context.Context) {
 			if used[informerKey{key, gvk}] {
 				continue
 			}
+			i.stopWaiting()
 			_ = i.informer.RemoveEventHandler(i.registration)
 			obj := &unstructured.Unstructured{}
 			obj.SetGroupVersionKind(gvk)
@@ -451,7 +473,7 @@ func (c *Clusters) watchHealth(ctx context.Context, e *clusterEntry) {
 		changed := (was == "") != (e.problem == "")
 		var users []types.NamespacedName
 		if changed {
-			users = c.usersOf(e.key)
+			users = c.usersOf(e.key, schema.GroupVersionKind{})
 		}
 		c.mu.Unlock()
 		delay := c.HealthInterval
@@ -478,11 +500,12 @@ func (c *Clusters) watchHealth(ctx context.Context, e *clusterEntry) {
 	}
 }
 
-// usersOf lists the pipelines with an app on the cluster; c.mu is held.
-func (c *Clusters) usersOf(key ClusterKey) []types.NamespacedName {
+// usersOf lists the pipelines with an app on the cluster, of kind gvk unless it is zero;
+// c.mu is held.
+func (c *Clusters) usersOf(key ClusterKey, gvk schema.GroupVersionKind) []types.NamespacedName {
 	set := map[types.NamespacedName]bool{}
 	for k, ps := range c.index {
-		if k.cluster == key {
+		if k.cluster == key && (gvk.Empty() || k.gvk == gvk) {
 			for p := range ps {
 				set[p] = true
 			}
