@@ -479,9 +479,11 @@ func TestGraph(t *testing.T) {
 	}
 	// Upgrades: n1→n3 (1 of 2 passed), n1→n2 (passed), n3→n4 (failed), in 4-stable
 	// 4.17.0→4.17.1, 4.16.5→4.17.0, n3→4.17.0, 4.16.3→4.16.5 passed; 4.17.0-rc.1→4.17.0
-	// failed; 4.16.4→4.16.5 pending; 4.15.9→4.16.3 starts at no node.
-	succeeded := graph([2]int{4, 8}, [2]int{6, 4}, [2]int{6, 5}, [2]int{8, 7}, [2]int{10, 8}, [2]int{12, 10})
-	every := graph([2]int{4, 3}, [2]int{4, 8}, [2]int{6, 4}, [2]int{6, 5}, [2]int{8, 7}, [2]int{9, 8}, [2]int{10, 8}, [2]int{11, 10}, [2]int{12, 10})
+	// failed; 4.16.4→4.16.5 pending; 4.15.9→4.16.3 starts at no node; 4.16.3→4.16.4 passed
+	// into a Rejected payload. The channels that promise success keep only passed upgrades
+	// into Accepted payloads: not n1→n2 (n2 is Ready) nor 4.16.3→4.16.4.
+	succeeded := graph([2]int{4, 8}, [2]int{6, 4}, [2]int{8, 7}, [2]int{10, 8}, [2]int{12, 10})
+	every := graph([2]int{4, 3}, [2]int{4, 8}, [2]int{6, 4}, [2]int{6, 5}, [2]int{8, 7}, [2]int{9, 8}, [2]int{10, 8}, [2]int{11, 10}, [2]int{12, 10}, [2]int{12, 11})
 	badChannel := text("Unsupported ?channel, must be '', 'prerelease', 'prerelease-*', 'nightly', 'nightly-*', 'stable', or 'stable-*")
 	check(t, base, []exchange{
 		{name: "default: succeeded upgrades", path: "/graph", code: 200, contentType: cincinnati, body: succeeded},
@@ -492,12 +494,12 @@ func TestGraph(t *testing.T) {
 		{name: "next-scos", path: "/graph?channel=next-scos", code: 200, body: succeeded},
 		{name: "prerelease: every upgrade", path: "/graph?channel=prerelease", code: 200, body: every},
 		{name: "nightly: every upgrade", path: "/graph?channel=nightly", code: 200, body: every},
-		{name: "stable-4.17: succeeded into 4.17.", path: "/graph?channel=stable-4.17", code: 200,
-			body: graph([2]int{4, 8}, [2]int{6, 4}, [2]int{6, 5}, [2]int{8, 7}, [2]int{10, 8})},
+		{name: "stable-4.17: succeeded into accepted 4.17.", path: "/graph?channel=stable-4.17", code: 200,
+			body: graph([2]int{4, 8}, [2]int{6, 4}, [2]int{8, 7}, [2]int{10, 8})},
 		{name: "stable-scos-4.16", path: "/graph?channel=stable-scos-4.16", code: 200, body: graph([2]int{12, 10})},
 		{name: "next-4.16", path: "/graph?channel=next-4.16", code: 200, body: graph([2]int{12, 10})},
 		{name: "next-scos-4.18: nothing", path: "/graph?channel=next-scos-4.18", code: 200, body: graph()},
-		{name: "prerelease-4.16: any upgrade into 4.16.", path: "/graph?channel=prerelease-4.16", code: 200, body: graph([2]int{11, 10}, [2]int{12, 10})},
+		{name: "prerelease-4.16: any upgrade into 4.16.", path: "/graph?channel=prerelease-4.16", code: 200, body: graph([2]int{11, 10}, [2]int{12, 10}, [2]int{12, 11})},
 		{name: "nightly-4.17: into 4.17 nightlies", path: "/graph?channel=nightly-4.17", code: 200, body: graph([2]int{4, 3}, [2]int{6, 4}, [2]int{6, 5})},
 		{name: "stream names are not channels", path: "/graph?channel=4-scos-stable", code: 400, body: badChannel},
 		{name: "unknown channel", path: "/graph?channel=candidate", code: 400, body: badChannel},
@@ -534,6 +536,7 @@ func TestArchiveGraph(t *testing.T) {
 	// Sorted by to, then from; results by URL. Runs without a URL are kept with url "".
 	want := `[` +
 		`{"from":"4.15.9","to":"4.16.3","results":[{"state":"Succeeded","url":"https://prow.example/s7"}]},` +
+		`{"from":"4.16.3","to":"4.16.4","results":[{"state":"Succeeded","url":"https://prow.example/s8"}]},` +
 		`{"from":"4.16.3","to":"4.16.5","results":[{"state":"Succeeded","url":"https://prow.example/s4"}]},` +
 		`{"from":"4.16.4","to":"4.16.5","results":[{"state":"Pending","url":"https://prow.example/s5"}]},` +
 		`{"from":"4.16.5","to":"4.17.0","results":[{"state":"Succeeded","url":"https://prow.example/s2"}]},` +

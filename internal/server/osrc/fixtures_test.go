@@ -175,6 +175,7 @@ func fixture() *catalog.Catalog {
 		edge("4.16.4", "4.16.5", "s5", v1alpha1.JobPending, "https://prow.example/s5"),
 		edge(n3, "4.17.0", "s6", v1alpha1.JobSuccess, "https://prow.example/s6"),
 		edge("4.15.9", "4.16.3", "s7", v1alpha1.JobSuccess, "https://prow.example/s7"),
+		edge("4.16.3", "4.16.4", "s8", v1alpha1.JobSuccess, "https://prow.example/s8"),
 	))
 
 	cat.SetStream(newStream("ocp", "empty", "1.0.0", "registry.example/ocp/empty"))

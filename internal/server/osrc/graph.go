@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
@@ -17,31 +18,38 @@ const CincinnatiContentType = "application/vnd.redhat.cincinnati.graph+json; ver
 
 const textBadChannel = "Unsupported ?channel, must be '', 'prerelease', 'prerelease-*', 'nightly', 'nightly-*', 'stable', or 'stable-*"
 
-// channelFilter returns which upgrades a channel keeps (OSRC's rules), false for a channel
-// it does not know.
-func channelFilter(channel string) (func(u catalog.Upgrade) bool, bool) {
-	succeeded := func(u catalog.Upgrade) bool { return u.Success > 0 }
-	into := func(prefix string, needSuccess bool) func(u catalog.Upgrade) bool {
-		return func(u catalog.Upgrade) bool {
-			return (!needSuccess || u.Success > 0) && strings.HasPrefix(u.To, prefix)
+// channelFilter returns which upgrades a channel keeps, given the payload each leads to;
+// false for a channel it does not know. OSRC's rules, with one difference: the channels that
+// promise success (empty, stable*, next*) keep an upgrade only into an Accepted payload, since
+// clusters follow them, and a payload rejected by another check is no place to upgrade to.
+func channelFilter(channel string) (func(u catalog.Upgrade, to catalog.Entry) bool, bool) {
+	promised := func(u catalog.Upgrade, to catalog.Entry) bool {
+		return u.Success > 0 && to.Phase() == v1alpha1.PhaseAccepted
+	}
+	promisedInto := func(prefix string) func(u catalog.Upgrade, to catalog.Entry) bool {
+		return func(u catalog.Upgrade, to catalog.Entry) bool {
+			return promised(u, to) && strings.HasPrefix(u.To, prefix)
 		}
+	}
+	anyInto := func(prefix string) func(u catalog.Upgrade, to catalog.Entry) bool {
+		return func(u catalog.Upgrade, _ catalog.Entry) bool { return strings.HasPrefix(u.To, prefix) }
 	}
 	switch {
 	case channel == "", channel == "stable", channel == "stable-scos", channel == "next", channel == "next-scos":
-		return succeeded, true
+		return promised, true
 	case channel == "prerelease", channel == "nightly":
-		return func(catalog.Upgrade) bool { return true }, true
+		return func(catalog.Upgrade, catalog.Entry) bool { return true }, true
 	}
 	for _, p := range []string{"stable-scos-", "stable-", "next-scos-", "next-"} {
 		if rest, ok := strings.CutPrefix(channel, p); ok {
-			return into(rest+".", true), true
+			return promisedInto(rest + "."), true
 		}
 	}
 	if rest, ok := strings.CutPrefix(channel, "prerelease-"); ok {
-		return into(rest+".", false), true
+		return anyInto(rest + "."), true
 	}
 	if rest, ok := strings.CutPrefix(channel, "nightly-"); ok {
-		return into(rest+".0-0.nightly-", false), true
+		return anyInto(rest + ".0-0.nightly-"), true
 	}
 	return nil, false
 }
@@ -84,7 +92,7 @@ func (h *handler) graph(w http.ResponseWriter, r *http.Request) {
 // graphEdges are the node indexes of the upgrades keep accepts, sorted, nodes being every
 // entry of streams in order. An upgrade from a tag of another stream starts at that tag's
 // first node.
-func graphEdges(streams []*catalog.Stream, keep func(catalog.Upgrade) bool) [][2]int {
+func graphEdges(streams []*catalog.Stream, keep func(catalog.Upgrade, catalog.Entry) bool) [][2]int {
 	bases := make([]int, len(streams))
 	total := 0
 	for i, s := range streams {
@@ -107,11 +115,8 @@ func graphEdges(streams []*catalog.Stream, keep func(catalog.Upgrade) bool) [][2
 	edges := [][2]int{}
 	for i, s := range streams {
 		for _, u := range s.Upgrades() {
-			if !keep(u) {
-				continue
-			}
 			to := s.Index(u.To)
-			if to < 0 {
+			if to < 0 || !keep(u, s.Entries[to]) {
 				continue
 			}
 			from := s.Index(u.From)
