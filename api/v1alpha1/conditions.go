@@ -97,6 +97,11 @@ const (
 	// passed since the newest payload.
 	ReasonCreationInterval = "WaitingForCreationInterval"
 
+	// ReasonVerificationNameClash (Ready=False): two of the stream's verifications would give
+	// a payload two verifications of one name (e2e with several platforms makes e2e-arm64,
+	// which another verification is called); no payload is created until the spec is fixed.
+	ReasonVerificationNameClash = "VerificationNameClash"
+
 	// ReasonMirrorFailed (Ready=False): copying the components to mirrorRepository failed.
 	ReasonMirrorFailed = "MirrorFailed"
 	// ReasonPublishFailed (Ready=False): moving the publish tags to the newest accepted payload failed.

@@ -10,6 +10,9 @@ const (
 	LabelJobType = "release-controller.dev/job-type"
 	// LabelVerify names the verification a verification job runs.
 	LabelVerify = "release-controller.dev/verify"
+	// LabelPlatform is the platform a verification job runs for, "/" written "-" (e.g.
+	// linux-arm64); absent on jobs of a verification without platforms.
+	LabelPlatform = "release-controller.dev/platform"
 	// LabelPayloadNamespace names the payload's namespace when the job lives in another one
 	// (ProwJobs are created in Prow's namespace). Absent means the job's own namespace.
 	LabelPayloadNamespace = "release-controller.dev/payload-namespace"
@@ -56,4 +59,7 @@ const (
 	EnvReleaseTag          = "RELEASE_TAG"
 	EnvReleaseStream       = "RELEASE_STREAM"
 	EnvReleaseImageInitial = "RELEASE_IMAGE_INITIAL"
+	// EnvReleasePlatform is the platform (os/arch[/variant]) a verification job runs for;
+	// set only on jobs of a verification with platforms.
+	EnvReleasePlatform = "RELEASE_PLATFORM"
 )

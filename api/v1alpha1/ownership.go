@@ -22,7 +22,8 @@ const (
 	// PayloadFailed, PayloadAccepted and PayloadRejected, the creation job's result and the
 	// verifications.
 	WriterPayload PayloadStatusWriter = "payload"
-	// WriterStream, the stream controller: payloadImage, once the creation job built it.
+	// WriterStream, the stream controller: payloadImage and platformImages, once the creation
+	// job built the image.
 	WriterStream PayloadStatusWriter = "stream"
 	// WriterAudit, the audit controller: the conditions PayloadAudited and PayloadSigned.
 	WriterAudit PayloadStatusWriter = "audit"
@@ -54,6 +55,7 @@ func ForeignChanges(writer PayloadStatusWriter, before, after *ReleasePayloadSta
 	field("releaseCreationJobResult", WriterPayload, before.ReleaseCreationJobResult == after.ReleaseCreationJobResult)
 	field("verifications", WriterPayload, equality.Semantic.DeepEqual(before.Verifications, after.Verifications))
 	field("payloadImage", WriterStream, before.PayloadImage == after.PayloadImage)
+	field("platformImages", WriterStream, slices.Equal(before.PlatformImages, after.PlatformImages))
 	var types []string
 	for _, c := range append(slices.Clone(before.Conditions), after.Conditions...) {
 		if !slices.Contains(types, c.Type) {

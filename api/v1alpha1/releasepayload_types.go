@@ -51,6 +51,13 @@ type PayloadCreationConfig struct {
 	// +optional
 	MirrorRepository string `json:"mirrorRepository,omitempty"`
 
+	// Platforms the payload image is built for (the stream's platforms when the payload was
+	// created); empty: one image of the components' platform.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Platforms []string `json:"platforms,omitempty"`
+
 	// BaseComponent names the component whose image the payload image is built on (the
 	// stream's payloadBaseComponent when the payload was created).
 	// +kubebuilder:validation:MaxLength=63
@@ -269,15 +276,32 @@ type ReleasePayloadStatus struct {
 	// +optional
 	ReleaseCreationJobResult ReleaseCreationJobResult `json:"releaseCreationJobResult,omitempty"`
 
-	// PayloadImage is the payload image's pull spec by digest, once built.
+	// PayloadImage is the payload image's pull spec by digest, once built: an image index
+	// when the payload has platforms.
 	// +optional
 	PayloadImage string `json:"payloadImage,omitempty"`
+
+	// PlatformImages are the payload's image of each platform, by digest, when it has
+	// platforms (written with payloadImage).
+	// +listType=map
+	// +listMapKey=platform
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	PlatformImages []PlatformImage `json:"platformImages,omitempty"`
 
 	// Verifications hold one entry per verification of the payload's verification config.
 	// +listType=map
 	// +listMapKey=name
 	// +optional
 	Verifications []VerificationStatus `json:"verifications,omitempty"`
+}
+
+// PlatformImage is the payload image of one platform.
+type PlatformImage struct {
+	// Platform is os/arch or os/arch/variant.
+	Platform string `json:"platform"`
+	// Image is the platform's payload manifest, by digest.
+	Image string `json:"image"`
 }
 
 // ReleasePayload is one release candidate: a point-in-time set of component digests, its

@@ -58,6 +58,7 @@ type Retention struct {
 
 // ReleaseStreamSpec is a source of component images and the rules that turn it into releases.
 // +kubebuilder:validation:XValidation:rule="!has(self.payloadBaseComponent) || self.components.exists(c, c.name == self.payloadBaseComponent)",message="payloadBaseComponent must name one of the stream's components"
+// +kubebuilder:validation:XValidation:rule="!has(self.verification) || self.verification.all(v, !has(v.platforms) || (has(self.platforms) && v.platforms.all(p, p in self.platforms)))",message="a verification's platforms must be platforms of the stream"
 type ReleaseStreamSpec struct {
 	// Components are the images that make up the product.
 	// +listType=map
@@ -86,6 +87,18 @@ type ReleaseStreamSpec struct {
 	// +kubebuilder:validation:MaxLength=255
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+([._-][a-z0-9]+)*((:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+)?$')",message="mirrorRepository must be a repository without tag or digest"
 	MirrorRepository string `json:"mirrorRepository,omitempty"`
+
+	// Platforms are the platforms ("os/arch" or "os/arch/variant", e.g. linux/amd64) every
+	// payload is built for. Each component must provide every one (an image index, or a
+	// single image of the one platform), and the payload image is an OCI image index with one
+	// payload manifest per platform, each pinning that platform's component digests. Empty:
+	// one payload image, of the components' platform.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?$')",message="a platform is os/arch or os/arch/variant, e.g. linux/amd64 or linux/arm64/v8"
+	// +optional
+	Platforms []string `json:"platforms,omitempty"`
 
 	// PayloadBaseComponent names the component whose image each payload image is built on: its
 	// layers and configuration (entrypoint, user, environment) come first and the release

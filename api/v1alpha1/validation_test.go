@@ -289,6 +289,23 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			s.Spec.Verification = append(s.Spec.Verification, s.Spec.Verification[0])
 		},
 			"Duplicate value"},
+		{"platform without an architecture", func(s *v1alpha1.ReleaseStream) { s.Spec.Platforms = []string{"linux"} },
+			"a platform is os/arch or os/arch/variant"},
+		{"a verification on a platform the stream lacks", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.Platforms = []string{"linux/amd64"}
+			s.Spec.Verification[0].Platforms = []string{"linux/arm64"}
+		},
+			"a verification's platforms must be platforms of the stream"},
+		{"a verification on platforms of a stream without any", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.Verification[0].Platforms = []string{"linux/amd64"}
+		},
+			"a verification's platforms must be platforms of the stream"},
+		{"per-platform verification name too long", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.Platforms = []string{"linux/amd64", "linux/arm64"}
+			s.Spec.Verification[0].Name = strings.Repeat("v", 55)
+			s.Spec.Verification[0].Platforms = []string{"linux/amd64", "linux/arm64"}
+		},
+			"name is too long for one verification per platform"},
 		{"name too long for a label", func(s *v1alpha1.ReleaseStream) { s.Name = strings.Repeat("n", 64) },
 			"a stream's name is at most 63 characters"},
 		{"bad retention", func(s *v1alpha1.ReleaseStream) { s.Spec.Retention.KeepAccepted = -2 },

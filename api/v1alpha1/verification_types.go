@@ -46,6 +46,8 @@ type UpgradeSourceStream struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.from) || has(self.upgradeFrom)",message="from needs upgradeFrom: from names the stream the upgrade starts from, upgradeFrom which of its accepted payloads"
 // +kubebuilder:validation:XValidation:rule="has(self.job) != has(self.prowJob)",message="exactly one of job or prowJob must be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.aggregation) || !has(self.maxRetries) || self.maxRetries == 0",message="maxRetries cannot be combined with aggregation: an aggregated verification judges its runs together"
+// +kubebuilder:validation:XValidation:rule="!has(self.cluster) || has(self.job)",message="cluster runs job backends only: a ProwJob is created where Prow runs (prowJob.namespace), and Prow picks its build cluster"
+// +kubebuilder:validation:XValidation:rule="!has(self.platforms) || size(self.platforms) < 2 || self.platforms.all(p, size(self.name) + size(p) <= 63)",message="name is too long for one verification per platform: <name>-<arch> must fit in 63 characters"
 type Verification struct {
 	// Name identifies the verification in the payload's status and in the
 	// release-controller.dev/verify label of its jobs.
@@ -70,6 +72,19 @@ type Verification struct {
 	// +optional
 	From *UpgradeSourceStream `json:"from,omitempty"`
 
+	// Platforms runs the verification once per listed platform of the stream: a payload
+	// gets one verification per platform, named <name>-<arch> (<name>-<arch>-<variant> for
+	// a platform with a variant) when several are listed, each of whose jobs carries the
+	// platform (a Job is scheduled on nodes of its OS and architecture, a ProwJob gets it in
+	// its environment and labels). The verdict needs every blocking one. Empty: one run,
+	// wherever the job lands.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=64
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?$')",message="a platform is os/arch or os/arch/variant, e.g. linux/arm64"
+	// +optional
+	Platforms []string `json:"platforms,omitempty"`
+
 	// MaxRetries is how many times a failed run is retried before the verification fails.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=20
@@ -87,6 +102,29 @@ type Verification struct {
 	// ProwJob runs the verification as a Prow ProwJob.
 	// +optional
 	ProwJob *ProwJobBackend `json:"prowJob,omitempty"`
+
+	// Cluster runs the verification's Jobs on another cluster than the controller's (a build
+	// farm); unset, they run beside the payload. Only job backends may name one.
+	// +optional
+	Cluster *VerificationCluster `json:"cluster,omitempty"`
+}
+
+// VerificationCluster is the cluster a verification's Jobs are created, watched and collected
+// on, reached through a kubeconfig Secret.
+type VerificationCluster struct {
+	// SecretRef names a Secret in the stream's namespace holding the cluster's kubeconfig
+	// under the key value (the Cluster API convention, as a pipeline target's clusterRef).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$')",message="secretRef must be a Secret's name (a DNS subdomain)"
+	SecretRef string `json:"secretRef"`
+
+	// Namespace is where the Jobs are created on that cluster; default a namespace of the
+	// same name as the stream's. It must exist there.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="namespace must be a DNS label"
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // Aggregation runs a verification several times; it succeeds when enough runs pass.

@@ -53,7 +53,9 @@ func IsUnready(p *v1alpha1.ReleasePayload) bool {
 
 // CreateDecision says whether to create a payload now, and if not, why and when to look again.
 type CreateDecision struct {
-	Create  bool
+	Create bool
+	// Blocked: the stream's spec stops every creation until it is fixed (Ready=False).
+	Blocked bool
 	Reason  string
 	Message string
 	// RequeueAfter is when the decision may change by itself (the creation interval passing).
@@ -65,6 +67,10 @@ type CreateDecision struct {
 // the newest payload's, fewer than maxUnreadyReleases payloads wait for a verdict, and the
 // minimum creation interval has passed since the newest payload.
 func DecideCreate(spec *v1alpha1.ReleaseStreamSpec, hash string, payloads []v1alpha1.ReleasePayload, now time.Time) CreateDecision {
+	if clash := VerificationNameClash(spec.Verification); clash != "" {
+		return CreateDecision{Blocked: true, Reason: v1alpha1.ReasonVerificationNameClash,
+			Message: fmt.Sprintf("two verifications would both be named %s in a payload (one of them runs once per platform, as <name>-<arch>); rename one", clash)}
+	}
 	if len(payloads) > 0 && payloads[0].Annotations[v1alpha1.AnnotationComponentsHash] == hash {
 		return CreateDecision{Reason: v1alpha1.ReasonUpToDate, Message: fmt.Sprintf("payload %s has the current components", payloads[0].Name)}
 	}

@@ -94,6 +94,10 @@ func TestDecideCreate(t *testing.T) {
 			[]v1alpha1.ReleasePayload{payloadAt("p1", 4*time.Minute, v1alpha1.PhaseAccepted, hashOf("h1")...)}, false, v1alpha1.ReasonCreationInterval, 6 * time.Minute},
 		{"interval passed", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1, MinCreationInterval: interval},
 			[]v1alpha1.ReleasePayload{payloadAt("p1", 10*time.Minute, v1alpha1.PhaseAccepted, hashOf("h1")...)}, true, v1alpha1.ReasonPayloadCreated, 0},
+		{"per-platform names clash", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1, Verification: []v1alpha1.Verification{
+			{Name: "e2e", Platforms: []string{"linux/amd64", "linux/arm64"}}, {Name: "e2e-arm64"}}}, nil, false, v1alpha1.ReasonVerificationNameClash, 0},
+		{"per-platform names apart", v1alpha1.ReleaseStreamSpec{MaxUnreadyReleases: 1, Verification: []v1alpha1.Verification{
+			{Name: "e2e", Platforms: []string{"linux/amd64", "linux/arm64"}}, {Name: "e2e-arm"}}}, nil, true, v1alpha1.ReasonPayloadCreated, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,5 +236,30 @@ func TestNewestAccepted(t *testing.T) {
 	}
 	if got := Counts(payloads); got.Accepted != 2 || got.Rejected != 1 || got.Ready != 1 {
 		t.Errorf("Counts() = %+v", got)
+	}
+}
+
+func TestPerPlatform(t *testing.T) {
+	in := []v1alpha1.Verification{
+		{Name: "unit"},
+		{Name: "smoke", Platforms: []string{"linux/arm64"}},
+		{Name: "e2e", MaxRetries: 2, Platforms: []string{"linux/amd64", "linux/arm64/v8"}},
+	}
+	got := PerPlatform(in)
+	want := []struct{ name, platform string }{{"unit", ""}, {"smoke", "linux/arm64"}, {"e2e-amd64", "linux/amd64"}, {"e2e-arm64-v8", "linux/arm64/v8"}}
+	if len(got) != len(want) {
+		t.Fatalf("PerPlatform() = %d verifications, want %d", len(got), len(want))
+	}
+	for i, w := range want {
+		if got[i].Name != w.name || got[i].Platform() != w.platform {
+			t.Errorf("verification %d = %s (%q), want %s (%q)", i, got[i].Name, got[i].Platform(), w.name, w.platform)
+		}
+	}
+	if got[2].MaxRetries != 2 {
+		t.Error("a per-platform copy lost the verification's settings")
+	}
+	got[2].Platforms[0] = "changed"
+	if in[2].Platforms[0] != "linux/amd64" {
+		t.Error("PerPlatform shares memory with the stream's spec")
 	}
 }

@@ -32,21 +32,47 @@ func NewPayload(stream *v1alpha1.ReleaseStream, tag, hash string, components []v
 			PayloadCreationConfig: v1alpha1.PayloadCreationConfig{
 				Repository:       stream.Spec.PayloadRepository,
 				MirrorRepository: stream.Spec.MirrorRepository,
+				Platforms:        slices.Clone(stream.Spec.Platforms),
 				BaseComponent:    stream.Spec.PayloadBaseComponent,
 			},
 			PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{
-				Verifications: deepCopyVerifications(stream.Spec.Verification),
+				Verifications: PerPlatform(stream.Spec.Verification),
 			},
 		},
 	}
 }
 
-func deepCopyVerifications(in []v1alpha1.Verification) []v1alpha1.Verification {
-	out := make([]v1alpha1.Verification, len(in))
+// PerPlatform copies a stream's verifications for a payload: a verification listing several
+// platforms becomes one per platform, named <name>-<arch>, each listing its platform alone.
+func PerPlatform(in []v1alpha1.Verification) []v1alpha1.Verification {
+	out := make([]v1alpha1.Verification, 0, len(in))
 	for i := range in {
-		in[i].DeepCopyInto(&out[i])
+		if len(in[i].Platforms) < 2 {
+			out = append(out, *in[i].DeepCopy())
+			continue
+		}
+		for _, platform := range in[i].Platforms {
+			v := in[i].DeepCopy()
+			v.Name += "-" + v1alpha1.PlatformSuffix(platform)
+			v.Platforms = []string{platform}
+			out = append(out, *v)
+		}
 	}
 	return out
+}
+
+// VerificationNameClash names a payload verification that two of the stream's verifications
+// would both make (e2e with platforms linux/arm64 and a verification named e2e-arm64), ""
+// when there is none: such a stream creates no payload until it is fixed.
+func VerificationNameClash(in []v1alpha1.Verification) string {
+	seen := map[string]bool{}
+	for _, v := range PerPlatform(in) {
+		if seen[v.Name] {
+			return v.Name
+		}
+		seen[v.Name] = true
+	}
+	return ""
 }
 
 // NewCreationJob is the Job that builds and pushes the payload's image with

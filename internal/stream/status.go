@@ -152,6 +152,8 @@ func readyCondition(p pass) metav1.Condition {
 		unresolved := len(unresolvedComponents(p.Components))
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonComponentsUnresolved
 		ready.Message = fmt.Sprintf("%d of %d components did not resolve; no payload is created until every component resolves", unresolved, len(p.Components))
+	case p.Decision.Blocked:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.Decision.Reason, p.Decision.Message
 	default:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, p.Decision.Reason, p.Decision.Message
 		switch {

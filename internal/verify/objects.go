@@ -3,6 +3,7 @@ package verify
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +24,25 @@ func Env(p *v1alpha1.ReleasePayload, l Launch) []corev1.EnvVar {
 	if l.UpgradeFromImage != "" {
 		env = append(env, corev1.EnvVar{Name: v1alpha1.EnvReleaseImageInitial, Value: l.UpgradeFromImage})
 	}
+	if platform := l.Verification.Platform(); platform != "" {
+		env = append(env, corev1.EnvVar{Name: v1alpha1.EnvReleasePlatform, Value: platform})
+	}
 	return env
+}
+
+// onPlatform schedules a run of a verification with a platform on nodes of its OS and
+// architecture (the well-known node labels), keeping the template's other selectors.
+func onPlatform(spec *corev1.PodSpec, platform string) {
+	if platform == "" {
+		return
+	}
+	os, rest, _ := strings.Cut(platform, "/")
+	arch, _, _ := strings.Cut(rest, "/")
+	if spec.NodeSelector == nil {
+		spec.NodeSelector = map[string]string{}
+	}
+	spec.NodeSelector[corev1.LabelOSStable] = os
+	spec.NodeSelector[corev1.LabelArchStable] = arch
 }
 
 // runMeta is the object metadata of a run in namespace: the template's labels and
@@ -43,6 +62,9 @@ func runMeta(p *v1alpha1.ReleasePayload, l Launch, namespace string, base metav1
 		meta.Annotations = map[string]string{}
 	}
 	maps.Copy(meta.Labels, run.Labels(namespace))
+	if platform := l.Verification.Platform(); platform != "" {
+		meta.Labels[v1alpha1.LabelPlatform] = v1alpha1.PlatformLabel(platform)
+	}
 	maps.Copy(meta.Annotations, run.Annotations())
 	if namespace == p.Namespace {
 		// Deleting the payload deletes its runs (where a garbage collector runs).
@@ -93,6 +115,7 @@ func NewJob(p *v1alpha1.ReleasePayload, l Launch) (*batchv1.Job, error) {
 		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}
 	withEnv(&job.Spec.Template.Spec, Env(p, l))
+	onPlatform(&job.Spec.Template.Spec, l.Verification.Platform())
 	return job, nil
 }
 
@@ -118,6 +141,7 @@ func NewProwJob(p *v1alpha1.ReleasePayload, l Launch) (*prowv1.ProwJob, error) {
 	}
 	if pj.Spec.PodSpec != nil {
 		withEnv(pj.Spec.PodSpec, Env(p, l))
+		onPlatform(pj.Spec.PodSpec, l.Verification.Platform())
 	}
 	return pj, nil
 }

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -236,5 +237,49 @@ func TestNewProwJob(t *testing.T) {
 	}
 	if env := pj.Spec.PodSpec.Containers[0].Env; len(env) != 3 || !strings.HasPrefix(env[0].Value, "registry/release@") {
 		t.Errorf("env %v", env)
+	}
+}
+
+// TestNewJobOnPlatform: a run of a verification with a platform carries it in a label and the
+// environment, and is scheduled on nodes of that OS and architecture; the template's other
+// node selectors stay.
+func TestNewJobOnPlatform(t *testing.T) {
+	p := payloadWith(nil, nil)
+	v := v1alpha1.Verification{Name: "e2e-arm64", Platforms: []string{"linux/arm64/v8"}, Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"pool": "tests", corev1.LabelArchStable: "amd64"},
+			Containers:   []corev1.Container{{Name: "test", Image: "tests"}},
+		}}},
+	}}}
+	job, err := NewJob(p, Launch{Verification: v, Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := job.Labels[v1alpha1.LabelPlatform]; got != "linux-arm64-v8" {
+		t.Errorf("platform label %q", got)
+	}
+	want := map[string]string{"pool": "tests", corev1.LabelOSStable: "linux", corev1.LabelArchStable: "arm64"}
+	if got := job.Spec.Template.Spec.NodeSelector; !maps.Equal(got, want) {
+		t.Errorf("node selector %v, want %v", got, want)
+	}
+	if v.Job.Template.Spec.Template.Spec.NodeSelector[corev1.LabelArchStable] != "amd64" {
+		t.Error("NewJob modified the payload's template")
+	}
+	env := map[string]string{}
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env[v1alpha1.EnvReleasePlatform] != "linux/arm64/v8" {
+		t.Errorf("env %v", env)
+	}
+	// Without platforms: no label, no selector, no variable.
+	v.Platforms = nil
+	v.Job.Template.Spec.Template.Spec.NodeSelector = nil
+	job, err = NewJob(p, Launch{Verification: v, Attempt: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := job.Labels[v1alpha1.LabelPlatform]; ok || job.Spec.Template.Spec.NodeSelector != nil {
+		t.Errorf("a run without platform has label %v, node selector %v", job.Labels, job.Spec.Template.Spec.NodeSelector)
 	}
 }
