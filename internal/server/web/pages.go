@@ -108,6 +108,7 @@ func RegisterPages(s *server.Server, cat *catalog.Catalog, opts PageOptions) {
 		s.Handle("GET "+prefix+"/compare", http.HandlerFunc(p.comparePage))
 		s.Handle("GET "+prefix+"/graph", http.HandlerFunc(p.graphPage))
 		s.Handle("GET "+prefix+"/candidates", http.HandlerFunc(p.candidatesPage))
+		s.Handle("GET "+prefix+"/health", http.HandlerFunc(p.healthPage))
 	}
 	s.Handle("GET /releasetag/{tag}", http.HandlerFunc(p.releaseTagPage))
 	s.Handle("GET "+ChangeLogPath, http.HandlerFunc(p.changeLogRoute))

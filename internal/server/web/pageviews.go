@@ -67,16 +67,16 @@ func stateClass(s v1alpha1.JobState) string {
 
 // streamHeader names a stream and links its pages.
 type streamHeader struct {
-	Namespace, Name                  string
-	Link, Compare, Graph, Candidates string
-	TagPrefix, PayloadRepository     string
+	Namespace, Name                          string
+	Link, Compare, Graph, Candidates, Health string
+	TagPrefix, PayloadRepository             string
 }
 
 func streamLinks(s *catalog.Stream) streamHeader {
 	base := streamPath(s.Namespace, s.Name)
 	return streamHeader{
 		Namespace: s.Namespace, Name: s.Name, Link: base,
-		Compare: base + "/compare", Graph: base + "/graph", Candidates: base + "/candidates",
+		Compare: base + "/compare", Graph: base + "/graph", Candidates: base + "/candidates", Health: base + "/health",
 		TagPrefix: s.Object.Spec.TagPrefix, PayloadRepository: s.Object.Spec.PayloadRepository,
 	}
 }

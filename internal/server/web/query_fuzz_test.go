@@ -15,7 +15,7 @@ import (
 )
 
 // The pages' paths and query parameters are outside input: days, page numbers, phases,
-// tags, formats, the changelog's from and to. Whatever they hold, a page answers with a
+// tags, formats, the changelog's from and to, the health window. Whatever they hold, a page answers with a
 // client error or a page, never a server error or a panic. (The event streams get a HEAD,
 // which answers and ends, or their error.)
 func FuzzPageQueries(f *testing.F) {
@@ -37,6 +37,7 @@ func FuzzPageQueries(f *testing.F) {
 			{"GET", streamPath + "/release/" + url.PathEscape(tag) + "?" + url.Values{"from": {from}}.Encode()},
 			{"GET", streamPath + "/graph?" + url.Values{"format": {format}}.Encode()},
 			{"GET", streamPath + "/compare?" + url.Values{"from": {from}, "to": {tag}}.Encode()},
+			{"GET", streamPath + "/health?" + url.Values{"payloads": {page}, "days": {page}, "format": {format}}.Encode()},
 			{"GET", "/releasestream/" + url.PathEscape(stream) + "/release/" + url.PathEscape(tag)},
 			{"GET", "/releasetag/" + url.PathEscape(tag)},
 			{"GET", web.ChangeLogPath + "?" + url.Values{"from": {from}, "to": {tag}, "format": {format}}.Encode()},
