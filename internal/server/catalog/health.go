@@ -36,6 +36,8 @@ type HealthWindow struct {
 type Health struct {
 	Namespace string `json:"namespace"`
 	Stream    string `json:"stream"`
+	// AsOf is the time the report was made for: the window ends there.
+	AsOf time.Time `json:"asOf"`
 	// Window is what was asked for; From and To bound the creation times of the payloads found.
 	Window struct {
 		Payloads int `json:"payloads"`
@@ -157,7 +159,7 @@ const maxBreaks = 5
 // Health computes the stream's health over the window, from the snapshot alone.
 func (s *Stream) Health(w HealthWindow) Health {
 	w = w.withDefaults()
-	h := Health{Namespace: s.Namespace, Stream: s.Name}
+	h := Health{Namespace: s.Namespace, Stream: s.Name, AsOf: w.Now.UTC()}
 	h.Window.Payloads, h.Window.Days = w.Payloads, w.Days
 	window := s.window(w)
 	if last, ok := s.lastAccepted(); ok {

@@ -139,12 +139,12 @@ func TestToolsAreListedWithSchemas(t *testing.T) {
 				return
 			}
 		}
-	}); !slices.Equal(got, []string{mcp.ToolGetChangelog, mcp.ToolGetPayload, mcp.ToolGetPipeline, mcp.ToolLatestPayload, mcp.ToolListPipelines, mcp.ToolListReleaseDays, mcp.ToolListReleases, mcp.ToolListStreams}) {
+	}); !slices.Equal(got, []string{mcp.ToolGetChangelog, mcp.ToolGetPayload, mcp.ToolGetPipeline, mcp.ToolLatestPayload, mcp.ToolListPipelines, mcp.ToolListReleaseDays, mcp.ToolListReleases, mcp.ToolListStreams, mcp.ToolStreamHealth}) {
 		t.Fatalf("tools = %v", got)
 	}
 	for tool, want := range map[string][]any{
 		mcp.ToolListStreams: nil, mcp.ToolLatestPayload: {"stream"}, mcp.ToolGetPayload: {"tag"}, mcp.ToolGetChangelog: {"to"},
-		mcp.ToolListPipelines: nil, mcp.ToolGetPipeline: {"name"},
+		mcp.ToolListPipelines: nil, mcp.ToolGetPipeline: {"name"}, mcp.ToolStreamHealth: {"stream"},
 	} {
 		if required, _ := schemas[tool]["required"].([]any); !slices.Equal(required, want) {
 			t.Errorf("%s requires %v, want %v", tool, required, want)
