@@ -57,6 +57,10 @@ type BuildOptions struct {
 	Metadata map[string]string
 	// Created is the release's creation time; zero means now. It is kept to the second.
 	Created time.Time
+	// Platforms, when set, makes the payload an OCI image index with one payload image per
+	// platform (os/arch[/variant]), each pinning that platform's image of every component.
+	// Every component must provide every platform.
+	Platforms []string
 	// BaseComponent, when set, names the component whose image the payload is built on: its
 	// layers and configuration come first, the release manifests on top.
 	BaseComponent string
@@ -72,10 +76,13 @@ type BuildResult struct {
 	Image string
 	// Digest is the image's manifest digest.
 	Digest string
+	// Platforms are the payload image of each platform, by digest, when it was built for
+	// platforms (Image is then their index).
+	Platforms []PlatformImage
 }
 
 // Build reads the OCI labels of every component image, writes the payload image and pushes
-// it as <Repository>:<Tag>.
+// it as <Repository>:<Tag>: one image, or with Platforms an image index of one per platform.
 func Build(ctx context.Context, opts BuildOptions) (BuildResult, error) {
 	tagRef, err := validate(opts)
 	if err != nil {
@@ -83,7 +90,7 @@ func Build(ctx context.Context, opts BuildOptions) (BuildResult, error) {
 	}
 	remoteOpts := append(slices.Clone(opts.Remote), remote.WithContext(ctx))
 
-	refs, err := readComponents(ctx, opts, remoteOpts)
+	components, err := readComponents(ctx, opts, remoteOpts)
 	if err != nil {
 		return BuildResult{}, err
 	}
@@ -96,18 +103,22 @@ func Build(ctx context.Context, opts BuildOptions) (BuildResult, error) {
 	if previous == nil {
 		previous = []string{}
 	}
+	meta := ReleaseMetadata{Kind: KindReleaseMetadata, APIVersion: APIVersion, Version: opts.Tag, Stream: opts.Stream,
+		Previous: previous, Metadata: opts.Metadata, Created: created}
+	if len(opts.Platforms) > 0 {
+		return buildIndex(ctx, opts, tagRef, components, meta, remoteOpts)
+	}
+	refs := make([]ComponentReference, len(components))
+	for i, c := range components {
+		refs[i] = c.ref
+	}
 	var base v1.Image
 	if opts.BaseComponent != "" {
-		if base, err = baseImage(ctx, opts, remoteOpts); err != nil {
+		if base, err = baseImage(ctx, opts, "", remoteOpts); err != nil {
 			return BuildResult{}, err
 		}
 	}
-	img, err := payloadImage(
-		ImageReferences{Kind: KindImageReferences, APIVersion: APIVersion, Tag: opts.Tag, Components: refs},
-		ReleaseMetadata{Kind: KindReleaseMetadata, APIVersion: APIVersion, Version: opts.Tag, Stream: opts.Stream,
-			Previous: previous, Metadata: opts.Metadata, Created: created},
-		base,
-	)
+	img, err := payloadImage(ImageReferences{Kind: KindImageReferences, APIVersion: APIVersion, Tag: opts.Tag, Components: refs}, meta, base)
 	if err != nil {
 		return BuildResult{}, err
 	}
@@ -141,6 +152,14 @@ func validate(opts BuildOptions) (name.Tag, error) {
 	if len(opts.Components) == 0 {
 		return name.Tag{}, errors.New("a payload needs at least one component")
 	}
+	for i, p := range opts.Platforms {
+		if _, err := ParsePlatform(p); err != nil {
+			return name.Tag{}, err
+		}
+		if slices.Contains(opts.Platforms[:i], p) {
+			return name.Tag{}, fmt.Errorf("platform %s is listed twice", p)
+		}
+	}
 	if opts.BaseComponent != "" && !slices.ContainsFunc(opts.Components, func(c Component) bool { return c.Name == opts.BaseComponent }) {
 		return name.Tag{}, fmt.Errorf("the base component %q is not a component of the payload", opts.BaseComponent)
 	}
@@ -160,33 +179,90 @@ func validate(opts BuildOptions) (name.Tag, error) {
 	return tagRef, nil
 }
 
-// readComponents reads every component image's labels, fetchConcurrency at a time, and
-// returns the references sorted by name. The first component that cannot be read stops the
-// others.
-func readComponents(ctx context.Context, opts BuildOptions, remoteOpts []remote.Option) ([]ComponentReference, error) {
+// buildIndex builds and pushes the image index of a payload for platforms: one payload image
+// per platform, each pinning the platform's image of every component.
+func buildIndex(ctx context.Context, opts BuildOptions, tagRef name.Tag, components []component, meta ReleaseMetadata, remoteOpts []remote.Option) (BuildResult, error) {
+	adds := make([]mutate.IndexAddendum, 0, len(opts.Platforms))
+	platforms := make([]PlatformImage, 0, len(opts.Platforms))
+	for _, platform := range opts.Platforms {
+		pl, err := ParsePlatform(platform)
+		if err != nil {
+			return BuildResult{}, err
+		}
+		refs := make([]ComponentReference, len(components))
+		for i, c := range components {
+			im, _ := PickPlatform(c.images, platform) // readComponents checked it is there
+			refs[i] = c.ref
+			refs[i].Image = c.repository + "@" + im.Digest.String()
+		}
+		var base v1.Image
+		if opts.BaseComponent != "" {
+			if base, err = baseImage(ctx, opts, platform, remoteOpts); err != nil {
+				return BuildResult{}, err
+			}
+		}
+		platformMeta := meta
+		platformMeta.Platform = platform
+		img, err := platformPayloadImage(ImageReferences{Kind: KindImageReferences, APIVersion: APIVersion, Tag: opts.Tag, Components: refs}, platformMeta, base, pl)
+		if err != nil {
+			return BuildResult{}, err
+		}
+		digest, err := img.Digest()
+		if err != nil {
+			return BuildResult{}, err
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &pl}})
+		platforms = append(platforms, PlatformImage{Platform: platform, Digest: digest})
+	}
+	index := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+	digest, err := index.Digest()
+	if err != nil {
+		return BuildResult{}, err
+	}
+	if err := remote.WriteIndex(tagRef, index, remoteOpts...); err != nil {
+		return BuildResult{}, fmt.Errorf("pushing the payload image index %s: %w", tagRef, unreachable(err, tagRef.RegistryStr()))
+	}
+	progressf(opts.Progress, "pushed %s (%d components, platforms %s)\n", tagRef, len(components), strings.Join(opts.Platforms, ", "))
+	return BuildResult{Image: tagRef.Context().Digest(digest.String()).String(), Digest: digest.String(), Platforms: platforms}, nil
+}
+
+// component is what a build read of one component image.
+type component struct {
+	ref ComponentReference
+	// repository is the image's repository, to pin its platforms' images by digest.
+	repository string
+	// images are its platforms' images; platform is a single image's own ("" for an index).
+	images   []PlatformImage
+	platform string
+}
+
+// readComponents reads every component image's labels and platforms, fetchConcurrency at a
+// time, and returns them sorted by name. The first component that cannot be read stops the
+// others. Without opts.Platforms, single-platform components must share one platform; with
+// it, every component must provide every platform.
+func readComponents(ctx context.Context, opts BuildOptions, remoteOpts []remote.Option) ([]component, error) {
 	// One puller shares registry pings and tokens between the components.
 	puller, err := remote.NewPuller(remoteOpts...)
 	if err != nil {
 		return nil, err
 	}
-	refs := make([]ComponentReference, len(opts.Components))
-	platforms := make([]string, len(opts.Components))
+	components := make([]component, len(opts.Components))
 	var mu sync.Mutex
 	done := 0
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(fetchConcurrency)
 	for i, c := range opts.Components {
 		g.Go(func() error {
-			labels, platform, err := componentLabels(gctx, puller, c.Image)
+			read, err := readComponent(gctx, puller, c.Image)
 			if err != nil {
 				return fmt.Errorf("component %q (%s): %w", c.Name, c.Image, err)
 			}
-			platforms[i] = platform
-			refs[i] = ComponentReference{Name: c.Name, Image: c.Image, Source: labels[LabelSource], Revision: labels[LabelRevision]}
+			read.ref.Name = c.Name
+			components[i] = read
 			mu.Lock()
 			done++
-			if done%progressEvery == 0 || done == len(refs) {
-				progressf(opts.Progress, "read %d/%d component images\n", done, len(refs))
+			if done%progressEvery == 0 || done == len(components) {
+				progressf(opts.Progress, "read %d/%d component images\n", done, len(components))
 			}
 			mu.Unlock()
 			return nil
@@ -195,11 +271,48 @@ func readComponents(ctx context.Context, opts BuildOptions, remoteOpts []remote.
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	if err := samePlatform(opts.Components, platforms); err != nil {
+	if len(opts.Platforms) == 0 {
+		platforms := make([]string, len(components))
+		for i, c := range components {
+			platforms[i] = c.platform
+		}
+		if err := samePlatform(opts.Components, platforms); err != nil {
+			return nil, err
+		}
+	} else if err := everyPlatform(components, opts.Platforms); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(refs, func(a, b ComponentReference) int { return strings.Compare(a.Name, b.Name) })
-	return refs, nil
+	slices.SortFunc(components, func(a, b component) int { return strings.Compare(a.ref.Name, b.ref.Name) })
+	return components, nil
+}
+
+// everyPlatform refuses a payload for platforms when a component lacks one of them, naming
+// each such component with what it lacks and what it has.
+func everyPlatform(components []component, platforms []string) error {
+	var lacking []string
+	for _, c := range components {
+		if missing := MissingPlatforms(c.images, platforms); len(missing) > 0 {
+			lacking = append(lacking, fmt.Sprintf("%s lacks %s (it has %s)", c.ref.Name, strings.Join(missing, ", "), orNone(PlatformNames(c.images))))
+		}
+	}
+	if len(lacking) == 0 {
+		return nil
+	}
+	slices.Sort(lacking)
+	const listed = 5
+	more := ""
+	if len(lacking) > listed {
+		more = fmt.Sprintf(" and %d more", len(lacking)-listed)
+		lacking = lacking[:listed]
+	}
+	return fmt.Errorf("components miss platforms of the payload: %s%s", strings.Join(lacking, "; "), more)
+}
+
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "no platform"
+	}
+	return strings.Join(names, ", ")
 }
 
 // samePlatform refuses a payload whose single-platform components were built for different
@@ -223,53 +336,63 @@ func samePlatform(components []Component, platforms []string) error {
 	return fmt.Errorf("the components mix platforms (%s); every component must be built for the same platform", strings.Join(parts, "; "))
 }
 
-// componentLabels returns the configuration labels and the platform ("os/arch") of the image
-// pullSpec. For an index, the first image it lists is read (its platforms are builds of the
-// same source) and the platform is "".
-func componentLabels(ctx context.Context, puller *remote.Puller, pullSpec string) (map[string]string, string, error) {
+// readComponent reads the configuration labels and the platforms of the image pullSpec. Of
+// an index, the labels are those of the first image it lists (its platforms are builds of
+// the same source).
+func readComponent(ctx context.Context, puller *remote.Puller, pullSpec string) (component, error) {
 	ref, err := name.NewDigest(pullSpec)
 	if err != nil {
-		return nil, "", err
+		return component{}, err
 	}
 	desc, err := puller.Get(ctx, ref)
 	if err != nil {
-		return nil, "", explainRead(err, ref.RegistryStr())
+		return component{}, explainRead(err, ref.RegistryStr())
 	}
+	c := component{ref: ComponentReference{Image: pullSpec}, repository: ref.Context().String()}
 	var img v1.Image
 	if desc.MediaType.IsIndex() {
+		if c.images, err = ImagesByPlatform(desc); err != nil {
+			return component{}, err
+		}
 		index, err := desc.ImageIndex()
 		if err != nil {
-			return nil, "", err
+			return component{}, err
 		}
 		manifest, err := index.IndexManifest()
 		if err != nil {
-			return nil, "", err
+			return component{}, err
 		}
 		i := slices.IndexFunc(manifest.Manifests, func(d v1.Descriptor) bool { return d.MediaType.IsImage() })
 		if i < 0 {
-			return nil, "", errors.New("the index lists no image")
+			return component{}, errors.New("the index lists no image")
 		}
 		if img, err = index.Image(manifest.Manifests[i].Digest); err != nil {
-			return nil, "", err
+			return component{}, err
 		}
-		config, err := img.ConfigFile()
-		if err != nil {
-			return nil, "", fmt.Errorf("reading the image configuration: %w", err)
-		}
-		return config.Config.Labels, "", nil
-	}
-	if img, err = desc.Image(); err != nil {
-		return nil, "", err
+	} else if img, err = desc.Image(); err != nil {
+		return component{}, err
 	}
 	config, err := img.ConfigFile()
 	if err != nil {
-		return nil, "", fmt.Errorf("reading the image configuration: %w", err)
+		return component{}, fmt.Errorf("reading the image configuration: %w", err)
 	}
-	return config.Config.Labels, config.OS + "/" + config.Architecture, nil
+	c.ref.Source, c.ref.Revision = config.Config.Labels[LabelSource], config.Config.Labels[LabelRevision]
+	if !desc.MediaType.IsIndex() {
+		c.platform = configPlatform(config)
+		c.images = []PlatformImage{{Platform: c.platform, Digest: desc.Digest}}
+	}
+	return c, nil
 }
 
-// payloadImage is the single-layer image holding the two files.
+// payloadImage is the single-layer image holding the two files. Data only, it still needs a
+// platform (the OCI image spec asks for one): linux/amd64.
 func payloadImage(refs ImageReferences, meta ReleaseMetadata, base v1.Image) (v1.Image, error) {
+	return platformPayloadImage(refs, meta, base, v1.Platform{OS: "linux", Architecture: "amd64"})
+}
+
+// platformPayloadImage is the payload image of one platform: on the base component's image
+// of that platform, or the two files alone with that platform in the configuration.
+func platformPayloadImage(refs ImageReferences, meta ReleaseMetadata, base v1.Image, platform v1.Platform) (v1.Image, error) {
 	layerData, err := layerTar(refs, meta)
 	if err != nil {
 		return nil, err
@@ -278,16 +401,15 @@ func payloadImage(refs ImageReferences, meta ReleaseMetadata, base v1.Image) (v1
 	if base != nil {
 		return onBase(base, layerData, meta.Created, labels)
 	}
-	// The image holds data only; the OCI image spec still asks for a platform.
 	return SingleLayerImage(layerData, SingleLayerConfig{
-		Created: meta.Created, CreatedBy: "release-controller payload build", OS: "linux", Architecture: "amd64",
-		Labels: labels,
+		Created: meta.Created, CreatedBy: "release-controller payload build", OS: platform.OS, Architecture: platform.Architecture,
+		Variant: platform.Variant, Labels: labels,
 	})
 }
 
-// baseImage reads the image of the base component; of an index, the linux/amd64 image, else
-// the first it lists.
-func baseImage(ctx context.Context, opts BuildOptions, remoteOpts []remote.Option) (v1.Image, error) {
+// baseImage reads the image of the base component; of an index, the image of platform, or
+// without one the linux/amd64 image, else the first it lists.
+func baseImage(ctx context.Context, opts BuildOptions, platform string, remoteOpts []remote.Option) (v1.Image, error) {
 	i := slices.IndexFunc(opts.Components, func(c Component) bool { return c.Name == opts.BaseComponent })
 	pullSpec := opts.Components[i].Image
 	ref, err := name.NewDigest(pullSpec)
@@ -308,6 +430,17 @@ func baseImage(ctx context.Context, opts BuildOptions, remoteOpts []remote.Optio
 	manifest, err := index.IndexManifest()
 	if err != nil {
 		return nil, err
+	}
+	if platform != "" {
+		images, err := ImagesByPlatform(desc)
+		if err != nil {
+			return nil, err
+		}
+		im, ok := PickPlatform(images, platform)
+		if !ok {
+			return nil, fmt.Errorf("base component %q (%s) has no image of %s", opts.BaseComponent, pullSpec, platform)
+		}
+		return index.Image(im.Digest)
 	}
 	pick := slices.IndexFunc(manifest.Manifests, func(d v1.Descriptor) bool {
 		return d.MediaType.IsImage() && d.Platform != nil && d.Platform.OS == "linux" && d.Platform.Architecture == "amd64"
@@ -355,10 +488,10 @@ func onBase(base v1.Image, layerData []byte, created time.Time, labels map[strin
 
 // SingleLayerConfig describes the configuration of a SingleLayerImage.
 type SingleLayerConfig struct {
-	Created          time.Time
-	CreatedBy        string
-	OS, Architecture string
-	Labels           map[string]string
+	Created                   time.Time
+	CreatedBy                 string
+	OS, Architecture, Variant string
+	Labels                    map[string]string
 }
 
 // SingleLayerImage is an OCI image of one uncompressed tar layer (gzipped when pushed) with
@@ -385,7 +518,7 @@ func SingleLayerImage(layerTar []byte, c SingleLayerConfig) (v1.Image, error) {
 	}
 	config = config.DeepCopy()
 	config.Created = v1.Time{Time: c.Created}
-	config.OS, config.Architecture = c.OS, c.Architecture
+	config.OS, config.Architecture, config.Variant = c.OS, c.Architecture, c.Variant
 	config.Config.Labels = c.Labels
 	return mutate.ConfigFile(img, config)
 }

@@ -38,6 +38,11 @@
 // (newest first) it can be upgraded from, metadata is free-form (omitted when empty) and
 // created is RFC 3339 in UTC.
 //
+// A payload built for platforms is an OCI image index with one such image per platform,
+// described by the index entry's platform and by the image's configuration (os,
+// architecture, variant). Each pins that platform's image of every component, and its
+// release-metadata names the platform ("platform": "linux/arm64").
+//
 // The image configuration carries the labels io.release-controller.release (the tag) and
 // io.release-controller.stream. The layer is built deterministically (sorted entries, fixed
 // owners, modes and modification times), so the same inputs give the same image digest.
@@ -102,4 +107,7 @@ type ReleaseMetadata struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Created is in UTC, to the second, so it marshals as RFC 3339.
 	Created time.Time `json:"created"`
+	// Platform is the platform of this image of a payload built for platforms (os/arch or
+	// os/arch/variant); empty for a payload of one image.
+	Platform string `json:"platform,omitempty"`
 }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -30,20 +31,78 @@ type PayloadInfo struct {
 	Labels     map[string]string `json:"labels,omitempty"`
 	References ImageReferences   `json:"imageReferences"`
 	Metadata   ReleaseMetadata   `json:"releaseMetadata"`
+	// Index is the payload's image index by digest, when it was built for platforms (Image
+	// is then the image of one of them), and Platforms are the platforms it lists.
+	Index     string   `json:"index,omitempty"`
+	Platforms []string `json:"platforms,omitempty"`
 }
 
-// Info reads the payload image pullSpec (by tag or digest).
+// Info reads the payload image pullSpec (by tag or digest). Of a payload built for
+// platforms, it reads the first platform's image.
 func Info(ctx context.Context, pullSpec string, remoteOptions ...remote.Option) (*PayloadInfo, error) {
+	return PlatformInfo(ctx, pullSpec, "", remoteOptions...)
+}
+
+// PlatformInfo reads the payload image pullSpec (by tag or digest) of platform: of a payload
+// built for platforms, that platform's image (the first one's when platform is empty); a
+// payload of one image has only its own platform.
+func PlatformInfo(ctx context.Context, pullSpec, platform string, remoteOptions ...remote.Option) (*PayloadInfo, error) {
 	ref, err := name.ParseReference(pullSpec)
 	if err != nil {
 		return nil, fmt.Errorf("parsing image reference %q: %w", pullSpec, err)
 	}
 	opts := append(slices.Clone(remoteOptions), remote.WithContext(ctx))
-	img, err := remote.Image(ref, opts...)
+	desc, err := remote.Get(ref, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", pullSpec, explainRead(err, ref.Context().RegistryStr()))
 	}
-	return Inspect(img, pullSpec, ref.Context())
+	if !desc.MediaType.IsIndex() {
+		img, err := desc.Image()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", pullSpec, err)
+		}
+		info, err := Inspect(img, pullSpec, ref.Context())
+		if err != nil {
+			return nil, err
+		}
+		if platform != "" && info.Metadata.Platform != "" && info.Metadata.Platform != platform {
+			return nil, fmt.Errorf("%s is the payload image of %s, not %s", pullSpec, info.Metadata.Platform, platform)
+		}
+		return info, nil
+	}
+	images, err := ImagesByPlatform(desc)
+	if err != nil {
+		return nil, fmt.Errorf("reading the image index %s: %w", pullSpec, err)
+	}
+	if len(images) == 0 {
+		return nil, fmt.Errorf("%s is an image index that lists no platform's image", pullSpec)
+	}
+	pick := images[0]
+	if platform != "" {
+		var ok bool
+		if pick, ok = PickPlatform(images, platform); !ok {
+			return nil, fmt.Errorf("%s has no image of %s (it has %s)", pullSpec, platform, strings.Join(PlatformNames(images), ", "))
+		}
+	}
+	index, err := desc.ImageIndex()
+	if err != nil {
+		return nil, err
+	}
+	img, err := index.Image(pick.Digest)
+	if err != nil {
+		return nil, fmt.Errorf("reading the %s image of %s: %w", pick.Platform, pullSpec, err)
+	}
+	platformSpec := ref.Context().Digest(pick.Digest.String()).String()
+	info, err := Inspect(img, platformSpec, ref.Context())
+	if err != nil {
+		return nil, err
+	}
+	if info.Metadata.Platform != pick.Platform {
+		return nil, fmt.Errorf("%s is not a valid release payload image: its %s image's release metadata names platform %q", pullSpec, pick.Platform, info.Metadata.Platform)
+	}
+	info.Index = ref.Context().Digest(desc.Digest.String()).String()
+	info.Platforms = PlatformNames(images)
+	return info, nil
 }
 
 // Inspect reads what img, pulled as pullSpec from repo, says about its release: everything
