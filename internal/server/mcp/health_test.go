@@ -1,18 +1,15 @@
 package mcp_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -51,29 +48,10 @@ func healthCatalog() *catalog.Catalog {
 // page's JSON served beside it.
 func TestStreamHealth(t *testing.T) {
 	cat := healthCatalog()
-	s := server.New()
-	mcp.Register(s, releaselog.NewStore(), releaselog.Options{}, cat, nil)
-	web.RegisterPages(s, cat, web.PageOptions{})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ctx, l, 5*time.Second) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-served; err != nil {
-			t.Errorf("server: %v", err)
-		}
+	session, base := serveWith(t, func(s *server.Server) {
+		mcp.Register(s, releaselog.NewStore(), releaselog.Options{}, cat, nil)
+		web.RegisterPages(s, cat, web.PageOptions{})
 	})
-	base := "http://" + l.Addr().String()
-	session, err := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "v0"}, nil).
-		Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: base + mcp.Path}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = session.Close() })
 
 	var fromTool catalog.Health
 	text, isError := call(t, session, mcp.ToolStreamHealth, map[string]any{"stream": "4.18", "days": 2, "payloads": 50}, &fromTool)

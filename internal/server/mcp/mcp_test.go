@@ -43,8 +43,16 @@ func serve(t *testing.T, store *releaselog.Store, opts releaselog.Options) *sdk.
 // serveAll is serve with a catalog and changelogs.
 func serveAll(t *testing.T, store *releaselog.Store, opts releaselog.Options, cat *catalog.Catalog, changeLogs changelog.PayloadChangeLogs) *sdk.ClientSession {
 	t.Helper()
+	session, _ := serveWith(t, func(s *server.Server) { mcp.Register(s, store, opts, cat, changeLogs) })
+	return session
+}
+
+// serveWith runs the real HTTP server with what register adds on a loopback port, and
+// returns a client session connected to its MCP endpoint and the server's base URL.
+func serveWith(t *testing.T, register func(*server.Server)) (*sdk.ClientSession, string) {
+	t.Helper()
 	s := server.New()
-	mcp.Register(s, store, opts, cat, changeLogs)
+	register(s)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -59,13 +67,14 @@ func serveAll(t *testing.T, store *releaselog.Store, opts releaselog.Options, ca
 		}
 	})
 
+	base := "http://" + l.Addr().String()
 	client := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "v0"}, nil)
-	session, err := client.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: "http://" + l.Addr().String() + mcp.Path}, nil)
+	session, err := client.Connect(t.Context(), &sdk.StreamableClientTransport{Endpoint: base + mcp.Path}, nil)
 	if err != nil {
 		t.Fatalf("connecting the MCP client: %v", err)
 	}
 	t.Cleanup(func() { _ = session.Close() })
-	return session
+	return session, base
 }
 
 // call calls a tool and returns its text and, decoded into out, its structured content.
