@@ -125,6 +125,7 @@ func buildPayload(ctx context.Context, c client.Client, namespace, name string, 
 		Repository: payload.Spec.PayloadCreationConfig.Repository,
 		Components: components,
 		Previous:   previous,
+		Platforms:  payload.Spec.PayloadCreationConfig.Platforms,
 		// The base image's layers are read from the registry like the components'.
 		BaseComponent: payload.Spec.PayloadCreationConfig.BaseComponent,
 		// The payload's own creation time: a retried job builds the same image.
@@ -185,19 +186,26 @@ func previousReleases(coords v1alpha1.PayloadCoordinates, payloads []v1alpha1.Re
 }
 
 func newPayloadInfoCommand() *cobra.Command {
-	var output string
+	var output, platform string
 	cmd := &cobra.Command{
-		Use:   "info PULLSPEC",
+		Use:   "info PULLSPEC [--platform OS/ARCH]",
 		Short: "Show what a payload image holds",
 		Long: `Show a payload image's release tag, stream, creation time, previous releases and
-components (name, image, source, revision). -o json prints everything the image holds.`,
+components (name, image, source, revision). -o json prints everything the image holds.
+Of a payload built for platforms (an image index), --platform picks the platform's image,
+whose components are pinned to that platform's images; without it, the first platform's.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output must be text or json, got %q", output)
 			}
 			ctx := cmd.Context()
-			info, err := releaseimage.Info(ctx, args[0], registryclient.New().Options(ctx)...)
+			if platform != "" {
+				if _, err := releaseimage.ParsePlatform(platform); err != nil {
+					return fmt.Errorf("--platform: %w", err)
+				}
+			}
+			info, err := releaseimage.PlatformInfo(ctx, args[0], platform, registryclient.New().Options(ctx)...)
 			if err != nil {
 				return err
 			}
@@ -213,6 +221,7 @@ components (name, image, source, revision). -o json prints everything the image 
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&platform, "platform", "", "of a payload built for platforms, the platform to show (os/arch or os/arch/variant)")
 	return cmd
 }
 
@@ -221,6 +230,10 @@ func printInfo(out io.Writer, info *releaseimage.PayloadInfo) error {
 	meta := info.Metadata
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "Image:\t%s\n", info.Image)
+	if info.Index != "" {
+		fmt.Fprintf(tw, "Platform:\t%s\n", meta.Platform)
+		fmt.Fprintf(tw, "Index:\t%s (platforms %s)\n", info.Index, strings.Join(info.Platforms, ", "))
+	}
 	fmt.Fprintf(tw, "Tag:\t%s\n", meta.Version)
 	fmt.Fprintf(tw, "Stream:\t%s\n", meta.Stream)
 	fmt.Fprintf(tw, "Created:\t%s\n", meta.Created.Format(time.RFC3339))
@@ -300,16 +313,18 @@ prints the OpenShift release-controller's ChangeLog JSON.`,
 }
 
 func newPayloadVerifyCommand() *cobra.Command {
-	var keyFile, storeURL string
+	var keyFile, storeURL, platform string
 	cmd := &cobra.Command{
-		Use:   "verify PULLSPEC --key FILE --store URL",
+		Use:   "verify PULLSPEC --key FILE --store URL [--platform OS/ARCH]",
 		Short: "Check that a payload image is signed by a trusted key",
 		Long: `Check the simple signing signatures of a payload image: PULLSPEC (by tag, resolved through
 the registry, or by digest) is verified when at least one signature of its manifest digest in
 --store was made by a key of --key (ASCII-armored public keys) and names that digest and
 PULLSPEC's repository. --store is a signature store URL (file:///path, s3://, gs://,
 azblob://) or the base URL of a signatures server (http://127.0.0.1:8080/signatures). The error
-says why each signature does not count.`,
+says why each signature does not count. Of a payload built for platforms, --platform verifies
+the platform's image (the signature a consumer that pulls that platform meets) instead of the
+image index; both are signed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			armored, err := os.ReadFile(keyFile)
@@ -333,6 +348,7 @@ says why each signature does not count.`,
 				Keyring:    keyring,
 				Signatures: source,
 				Registry:   registryclient.New(),
+				Platform:   platform,
 			})
 			if err != nil {
 				return err
@@ -345,6 +361,7 @@ says why each signature does not count.`,
 	f := cmd.Flags()
 	f.StringVar(&keyFile, "key", "", "file of ASCII-armored public keys to trust")
 	f.StringVar(&storeURL, "store", "", "signature store URL or signatures server base URL")
+	f.StringVar(&platform, "platform", "", "of a payload built for platforms, verify the image of this platform (os/arch or os/arch/variant)")
 	_ = cmd.MarkFlagRequired("key")
 	_ = cmd.MarkFlagRequired("store")
 	return cmd

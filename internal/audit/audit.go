@@ -40,6 +40,9 @@ type Observation struct {
 	// Missing are components of the image's image-references that the registry does not
 	// have, by name, with the registry's answer.
 	Missing map[string]string
+	// Platforms are what was read of each platform's image of a payload built for
+	// platforms (Info is then nil, InfoError about the index).
+	Platforms []PlatformObservation
 }
 
 // Record is the audit record of one payload: stored as JSON beside its signatures.
@@ -93,6 +96,10 @@ func Evaluate(p *v1alpha1.ReleasePayload, obs Observation, at time.Time, auditor
 	}
 	tag := p.Spec.PayloadCreationConfig.Repository + ":" + p.Name
 	if !add(CheckTagDigest, tagFailure(tag, obs.TagDigest, recorded.DigestStr()), tag+" points to the recorded digest") {
+		return finish(rec)
+	}
+	if len(p.Spec.PayloadCreationConfig.Platforms) > 0 {
+		evaluatePlatforms(p, obs, add)
 		return finish(rec)
 	}
 	if !add(CheckReadable, obs.InfoError, "a valid release payload image") {

@@ -173,7 +173,17 @@ func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step 
 		r.report.Warningf(ctx, p, nil, v1alpha1.ReasonNoSigningKey, "Sign", "not signed: %s", why)
 		return ctrl.Result{RequeueAfter: r.KeyRetry}, nil
 	}
-	index, created, err := sigstore.EnsureSigned(ctx, r.Store, key, Claims(p, r.Clock.Now()))
+	claims := Claims(p, r.Clock.Now())
+	// Each platform's image first: the index's signature, which the condition records,
+	// comes last, so a payload said to be signed has every signature.
+	for _, pc := range platformClaims(p, claims) {
+		if _, _, err := sigstore.EnsureSigned(ctx, r.Store, key, pc); err != nil {
+			set(StoreErrorCondition(err))
+			r.report.Fail(ctx, p, v1alpha1.ReasonSignatureStoreError, "Sign", "storing the signature of a platform's image", err)
+			return ctrl.Result{}, err
+		}
+	}
+	index, created, err := sigstore.EnsureSigned(ctx, r.Store, key, claims)
 	if err != nil {
 		set(StoreErrorCondition(err))
 		r.report.Fail(ctx, p, v1alpha1.ReasonSignatureStoreError, "Sign", "storing the signature", err)
@@ -251,6 +261,9 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload) (O
 		obs.TagDigest = desc.Digest.String()
 	case !notFound(err):
 		return obs, fmt.Errorf("resolving %s: %w", tag, err)
+	}
+	if len(p.Spec.PayloadCreationConfig.Platforms) > 0 {
+		return r.observePlatforms(ctx, p, recorded, obs)
 	}
 	img, err := remote.Image(recorded, opts...)
 	if err == nil {

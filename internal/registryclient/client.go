@@ -9,12 +9,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
+
+	"github.com/release-controller/release-controller/internal/releaseimage"
 )
 
 // Client talks to registries.
@@ -56,6 +59,50 @@ func (c *Client) Resolve(ctx context.Context, ref string) (string, error) {
 		return "", fmt.Errorf("resolving %s: %w", ref, err)
 	}
 	return r.Context().Digest(desc.Digest.String()).String(), nil
+}
+
+// ResolvePlatform returns the image of platform (os/arch[/variant]) of the image index ref,
+// pinned by digest. An index that lacks the platform, or a single image, is an error naming
+// what ref has.
+func (c *Client) ResolvePlatform(ctx context.Context, ref, platform string) (string, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return "", fmt.Errorf("parsing image reference %q: %w", ref, err)
+	}
+	desc, err := remote.Get(r, c.with(ctx)...)
+	if err != nil {
+		return "", fmt.Errorf("resolving %s: %w", ref, err)
+	}
+	images, err := releaseimage.ImagesByPlatform(desc)
+	if err != nil {
+		return "", fmt.Errorf("reading the platforms of %s: %w", ref, err)
+	}
+	if !desc.MediaType.IsIndex() {
+		return "", fmt.Errorf("%s is one image (of %s), not an image index of platforms", ref, strings.Join(releaseimage.PlatformNames(images), ", "))
+	}
+	im, ok := releaseimage.PickPlatform(images, platform)
+	if !ok {
+		return "", fmt.Errorf("%s has no image of %s (it has %s)", ref, platform, strings.Join(releaseimage.PlatformNames(images), ", "))
+	}
+	return r.Context().Digest(im.Digest.String()).String(), nil
+}
+
+// Platforms lists the platforms the image ref provides, with their images' digests: an
+// index's, or a single image's own.
+func (c *Client) Platforms(ctx context.Context, ref string) ([]releaseimage.PlatformImage, error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return nil, fmt.Errorf("parsing image reference %q: %w", ref, err)
+	}
+	desc, err := remote.Get(r, c.with(ctx)...)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", ref, err)
+	}
+	images, err := releaseimage.ImagesByPlatform(desc)
+	if err != nil {
+		return nil, fmt.Errorf("reading the platforms of %s: %w", ref, err)
+	}
+	return images, nil
 }
 
 // Copy copies the image (or index) src to dst and returns dst pinned by digest.

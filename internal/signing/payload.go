@@ -33,6 +33,10 @@ type VerifyPayloadOptions struct {
 	Signatures SignatureSource
 	// Registry resolves a pull spec given by tag; nil is registryclient.New().
 	Registry *registryclient.Client
+	// Platform, when set, verifies the image of that platform of a payload built for
+	// platforms: the image index is read from the registry and the platform's manifest
+	// digest is the one checked.
+	Platform string
 }
 
 // PayloadVerification is the result of a successful VerifyPayload.
@@ -56,7 +60,17 @@ func VerifyPayload(ctx context.Context, pullSpec string, opts VerifyPayloadOptio
 	}
 	repository := ref.Context()
 	var manifestDigest string
-	if d, ok := ref.(name.Digest); ok {
+	if opts.Platform != "" {
+		registry := opts.Registry
+		if registry == nil {
+			registry = registryclient.New()
+		}
+		resolved, err := registry.ResolvePlatform(ctx, pullSpec, opts.Platform)
+		if err != nil {
+			return PayloadVerification{}, err
+		}
+		_, manifestDigest, _ = strings.Cut(resolved, "@")
+	} else if d, ok := ref.(name.Digest); ok {
 		manifestDigest = d.DigestStr()
 	} else {
 		registry := opts.Registry

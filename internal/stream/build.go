@@ -6,6 +6,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/jobcontract"
+	"github.com/release-controller/release-controller/internal/releaseimage"
 )
 
 // build creates the payload's creation job when it has none and its image is not built.
@@ -57,18 +59,46 @@ func (s *streamSync) recordImage(ctx context.Context, p *v1alpha1.ReleasePayload
 		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "resolving the image of "+p.Name, err)
 		return
 	}
+	var platformImages []v1alpha1.PlatformImage
+	if platforms := p.Spec.PayloadCreationConfig.Platforms; len(platforms) > 0 {
+		images, err := s.r.Registry.Platforms(ctx, ref)
+		if err != nil {
+			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "reading the platforms of "+p.Name, err)
+			return
+		}
+		if platformImages, err = PlatformImages(ref, images, platforms); err != nil {
+			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "recording the image of "+p.Name, err)
+			return
+		}
+	}
 	before := p.DeepCopy()
-	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	patch := client.MergeFromWithOptimisticLock{}
 	p.Status.PayloadImage = ref
+	p.Status.PlatformImages = platformImages
 	if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterStream, &before.Status, &p.Status); len(foreign) > 0 {
 		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "recording the image of "+p.Name, fmt.Errorf("the change touches fields the stream controller does not own: %v", foreign))
 		return
 	}
-	if err := s.r.Status().Patch(ctx, p, patch); err != nil {
+	if err := s.r.Status().Patch(ctx, p, client.MergeFromWithOptions(before, patch)); err != nil {
 		if apierrors.IsConflict(err) {
 			s.requeue(time.Second) // the cache is behind the payload controller's write
 			return
 		}
 		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "recording the image of "+p.Name, err)
 	}
+}
+
+// PlatformImages pins each platform's image of the payload index ref, in the payload's order
+// of platforms; a platform the index lacks is an error (the build writes every one).
+func PlatformImages(ref string, images []releaseimage.PlatformImage, platforms []string) ([]v1alpha1.PlatformImage, error) {
+	repo, _, _ := strings.Cut(ref, "@")
+	out := make([]v1alpha1.PlatformImage, 0, len(platforms))
+	for _, platform := range platforms {
+		im, ok := releaseimage.PickPlatform(images, platform)
+		if !ok {
+			return nil, fmt.Errorf("%s has no image of %s (it has %s)", ref, platform, strings.Join(releaseimage.PlatformNames(images), ", "))
+		}
+		out = append(out, v1alpha1.PlatformImage{Platform: platform, Image: repo + "@" + im.Digest.String()})
+	}
+	return out, nil
 }

@@ -2,13 +2,17 @@ package stream
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
@@ -261,5 +265,24 @@ func TestPerPlatform(t *testing.T) {
 	got[2].Platforms[0] = "changed"
 	if in[2].Platforms[0] != "linux/amd64" {
 		t.Error("PerPlatform shares memory with the stream's spec")
+	}
+}
+
+func TestPlatformImages(t *testing.T) {
+	amd, arm := v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("a", 64)}, v1.Hash{Algorithm: "sha256", Hex: strings.Repeat("b", 64)}
+	images := []releaseimage.PlatformImage{{Platform: "linux/amd64", Digest: amd}, {Platform: "linux/arm64/v8", Digest: arm}}
+	got, err := PlatformImages("registry.example.com/release@sha256:"+strings.Repeat("c", 64), images, []string{"linux/arm64", "linux/amd64"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []v1alpha1.PlatformImage{
+		{Platform: "linux/arm64", Image: "registry.example.com/release@" + arm.String()},
+		{Platform: "linux/amd64", Image: "registry.example.com/release@" + amd.String()},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("PlatformImages() = %v, want %v", got, want)
+	}
+	if _, err := PlatformImages("registry.example.com/release@sha256:c", images, []string{"linux/s390x"}); err == nil || !strings.Contains(err.Error(), "has no image of linux/s390x (it has linux/amd64, linux/arm64/v8)") {
+		t.Errorf("a platform the index lacks: %v", err)
 	}
 }

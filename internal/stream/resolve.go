@@ -12,6 +12,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/releaseimage"
 )
 
 // importComponents resolves the components followed by tag, when their interval or backoff has
@@ -37,6 +38,9 @@ func (s *streamSync) importComponents(ctx context.Context) (pinned []v1alpha1.Pi
 		due, wait := ImportDue(st, s.r.imports.get(key, c.Name), specChanged, s.now, interval)
 		if due {
 			digestRef, err := s.r.Registry.Resolve(ctx, c.Image)
+			if err == nil && len(s.stream.Spec.Platforms) > 0 {
+				err = s.checkPlatforms(ctx, digestRef)
+			}
 			s.r.imports.set(key, c.Name, s.now)
 			if err != nil {
 				importErrors.WithLabelValues(s.stream.Namespace, s.stream.Name).Inc()
@@ -67,4 +71,21 @@ func (s *streamSync) importComponents(ctx context.Context) (pinned []v1alpha1.Pi
 			"%d of %d components did not resolve; retrying with backoff: %s", len(newErrors), len(statuses), strings.Join(newErrors, "; "))
 	}
 	return pinned, resolved
+}
+
+// checkPlatforms refuses a component image that lacks one of the stream's platforms: a
+// payload of it could not be built.
+func (s *streamSync) checkPlatforms(ctx context.Context, digestRef string) error {
+	images, err := s.r.Registry.Platforms(ctx, digestRef)
+	if err != nil {
+		return err
+	}
+	if missing := releaseimage.MissingPlatforms(images, s.stream.Spec.Platforms); len(missing) > 0 {
+		has := "no platform"
+		if len(images) > 0 {
+			has = strings.Join(releaseimage.PlatformNames(images), ", ")
+		}
+		return fmt.Errorf("%s lacks platform %s of the stream (it has %s)", digestRef, strings.Join(missing, ", "), has)
+	}
+	return nil
 }
