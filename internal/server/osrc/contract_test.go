@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/osrc"
 )
 
@@ -645,4 +648,77 @@ func TestAnswersFollowTheCatalog(t *testing.T) {
 			t.Errorf("%s after the stream was deleted: %d %s", p, got.code, got.body)
 		}
 	}
+}
+
+// TestGraphArch: ?arch= gives the graph one architecture follows. Of a stream built for
+// platforms, a payload is a node of an architecture it has an image of, offering that image,
+// and of multi, offering its index; a stream of single images offers them to every
+// architecture and none to multi. Edges join the kept nodes, renumbered.
+func TestGraphArch(t *testing.T) {
+	cat := catalog.New()
+	multi := newStream("rel", "1.0.0-0.multi", "1.0.0-0.multi", "registry.example/rel/multi")
+	multi.Spec.Platforms = []string{"linux/amd64", "linux/arm64"}
+	cat.SetStream(multi)
+	digest := func(c string) string { return "sha256:" + strings.Repeat(c, 64) }
+	withPlatforms := func(tag string, images map[string]string) *v1alpha1.ReleasePayload {
+		p := newPayload(multi, tag, v1alpha1.PhaseAccepted)
+		p.Spec.PayloadCreationConfig.Platforms = multi.Spec.Platforms
+		p.Status.PayloadImage = "registry.example/rel/multi@" + digest("0"+tag[len(tag)-1:])
+		for _, platform := range multi.Spec.Platforms {
+			if d, ok := images[platform]; ok {
+				p.Status.PlatformImages = append(p.Status.PlatformImages, v1alpha1.PlatformImage{Platform: platform, Image: "registry.example/rel/multi@" + d})
+			}
+		}
+		return p
+	}
+	// m2 has both platforms; m1 was recorded with amd64 only (as a payload of a stream that
+	// gained arm64 later would be).
+	m2, m1 := "1.0.0-0.multi-2026-11-26-000002", "1.0.0-0.multi-2026-11-26-000001"
+	p2 := withPlatforms(m2, map[string]string{"linux/amd64": digest("a"), "linux/arm64": digest("b")})
+	p2.Status.PayloadImage = "registry.example/rel/multi@" + digest("2")
+	p1 := withPlatforms(m1, map[string]string{"linux/amd64": digest("c")})
+	p1.Status.PayloadImage = "registry.example/rel/multi@" + digest("1")
+	setPayload(cat, p2)
+	setPayload(cat, p1)
+	cat.SetGraph(graphMap("rel", "1.0.0-0.multi", edge(m1, m2, "u1", v1alpha1.JobSuccess, "https://prow.example/u1")))
+	single := newStream("rel", "2.0.0", "2.0.0", "registry.example/rel/single")
+	cat.SetStream(single)
+	ps := newPayload(single, "2.0.0", v1alpha1.PhaseAccepted)
+	ps.Status.PayloadImage = "registry.example/rel/single@" + digest("d")
+	setPayload(cat, ps)
+	base := serve(t, cat, osrc.Options{})
+
+	node := func(version, payload string) []string {
+		return []string{`    {`, `      "version": "` + version + `",`, `      "payload": "` + payload + `"`}
+	}
+	graph := func(edges string, nodes ...[]string) string {
+		out := []string{`{`, `  "nodes": [`}
+		for i, n := range nodes {
+			end := `    },`
+			if i == len(nodes)-1 {
+				end = `    }`
+			}
+			out = append(append(out, n...), end)
+		}
+		out = append(out, `  ],`)
+		return lines(append(out, strings.Split(edges, "\n")...)...)
+	}
+	edge := func(from, to int) string {
+		return fmt.Sprintf("  \"edges\": [\n    [\n      %d,\n      %d\n    ]\n  ]\n}", from, to)
+	}
+	noEdge := "  \"edges\": []\n}"
+	check(t, base, []exchange{
+		// Streams in semver order of their names: 2.0.0 first.
+		{name: "every architecture: images as recorded", path: "/graph", code: 200, body: graph(edge(2, 1),
+			node("2.0.0", "registry.example/rel/single@"+digest("d")), node(m2, "registry.example/rel/multi@"+digest("2")), node(m1, "registry.example/rel/multi@"+digest("1")))},
+		{name: "amd64: each payload's amd64 image", path: "/graph?arch=amd64&channel=stable", code: 200, body: graph(edge(2, 1),
+			node("2.0.0", "registry.example/rel/single@"+digest("d")), node(m2, "registry.example/rel/multi@"+digest("a")), node(m1, "registry.example/rel/multi@"+digest("c")))},
+		{name: "arm64: only the payload with an arm64 image, so no edge", path: "/graph?arch=arm64", code: 200, body: graph(noEdge,
+			node("2.0.0", "registry.example/rel/single@"+digest("d")), node(m2, "registry.example/rel/multi@"+digest("b")))},
+		{name: "multi: the indexes", path: "/graph?arch=multi", code: 200, body: graph(edge(1, 0),
+			node(m2, "registry.example/rel/multi@"+digest("2")), node(m1, "registry.example/rel/multi@"+digest("1")))},
+		{name: "the cluster-version operator's parameters", path: "/graph?arch=arm64&channel=stable-1.0&id=0b1c&version=1.0.0", code: 200, body: graph(noEdge,
+			node("2.0.0", "registry.example/rel/single@"+digest("d")), node(m2, "registry.example/rel/multi@"+digest("b")))},
+		{name: "not an architecture", path: "/graph?arch=ARM/64", code: 400, body: text("Unsupported ?arch, must be an architecture (amd64, arm64, ppc64le, s390x, ...) or 'multi'")},
+	})
 }

@@ -143,7 +143,10 @@ func encodeStreamLists(dst []byte, lists []streamList) []byte {
 
 // encodeGraph is json.MarshalIndent of graphDoc{nodes, edges} plus a newline, the nodes
 // being every entry of streams.
-func encodeGraph(dst []byte, streams []*catalog.Stream, edges [][2]int) []byte {
+//
+// node, when set, says which payloads are nodes and the payload each names, by index in the
+// whole graph (an architecture's view); nil keeps every payload as the stream lists it.
+func encodeGraph(dst []byte, streams []*catalog.Stream, edges [][2]int, node func(int) (string, bool)) []byte {
 	size := 64 + len(edges)*40
 	for _, s := range streams {
 		if len(s.Entries) > 0 {
@@ -153,9 +156,16 @@ func encodeGraph(dst []byte, streams []*catalog.Stream, edges [][2]int) []byte {
 	}
 	dst = slices.Grow(dst, size)
 	dst = append(dst, "{\n  \"nodes\": "...)
-	n := 0
+	n, whole := 0, -1
 	for _, s := range streams {
 		for _, e := range s.Entries {
+			whole++
+			image, keep := "", true
+			if node != nil {
+				if image, keep = node(whole); !keep {
+					continue
+				}
+			}
 			if n == 0 {
 				dst = append(dst, "[\n"...)
 			} else {
@@ -165,11 +175,15 @@ func encodeGraph(dst []byte, streams []*catalog.Stream, edges [][2]int) []byte {
 			dst = append(dst, "    {\n      \"version\": "...)
 			dst = appendString(dst, e.Tag())
 			dst = append(dst, ",\n      \"payload\": \""...)
-			repo, digest, ok := nodePayload(s, e)
-			dst = appendEscaped(dst, repo)
-			if ok {
-				dst = append(dst, '@')
-				dst = appendEscaped(dst, digest)
+			if node != nil {
+				dst = appendEscaped(dst, image)
+			} else {
+				repo, digest, ok := nodePayload(s, e)
+				dst = appendEscaped(dst, repo)
+				if ok {
+					dst = append(dst, '@')
+					dst = appendEscaped(dst, digest)
+				}
 			}
 			dst = append(dst, "\"\n    }"...)
 		}

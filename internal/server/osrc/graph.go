@@ -82,11 +82,115 @@ func (h *handler) graph(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, textBadChannel, http.StatusBadRequest)
 		return
 	}
-	body := h.cache.get(h.cat.Changed(), "graph?"+channel, func() []byte {
+	arch := r.URL.Query().Get("arch")
+	if arch != "" && !validArch(arch) {
+		http.Error(w, textBadArch, http.StatusBadRequest)
+		return
+	}
+	body := h.cache.get(h.cat.Changed(), "graph?"+channel+"&"+arch, func() []byte {
 		streams := h.cat.Streams()
-		return encodeGraph(nil, streams, graphEdges(streams, keep))
+		edges := graphEdges(streams, keep)
+		if arch == "" {
+			return encodeGraph(nil, streams, edges, nil)
+		}
+		nodes := archNodes(streams, arch)
+		return encodeGraph(nil, streams, nodes.edges(edges), nodes.image)
 	})
 	writeBody(w, CincinnatiContentType, body)
+}
+
+const textBadArch = "Unsupported ?arch, must be an architecture (amd64, arm64, ppc64le, s390x, ...) or 'multi'"
+
+// validArch: an architecture as Go and the OCI platforms name it, or multi.
+func validArch(arch string) bool {
+	if len(arch) > 32 {
+		return false
+	}
+	for _, r := range arch {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
+}
+
+// archView is the graph of one architecture: which nodes of the whole graph it keeps, their
+// new indexes, and the image each offers.
+type archView struct {
+	// index maps a node of the whole graph to its index here, -1 when dropped.
+	index []int
+	// images are the kept nodes' payloads (repository@digest), by index of the whole graph.
+	images map[int]string
+}
+
+// archNodes keeps, of every payload of streams (in graph order), what clusters of arch can
+// run: with "multi", payloads built for platforms, by their image index; with an
+// architecture, payloads with an image of linux/<arch>, by that image, and payloads of one
+// image (streams without platforms), which offer that image whatever the architecture.
+func archNodes(streams []*catalog.Stream, arch string) archView {
+	v := archView{images: map[int]string{}}
+	n, kept := 0, 0
+	for _, s := range streams {
+		for _, e := range s.Entries {
+			image, ok := archImage(s, e, arch)
+			if ok {
+				v.index = append(v.index, kept)
+				v.images[n] = image
+				kept++
+			} else {
+				v.index = append(v.index, -1)
+			}
+			n++
+		}
+	}
+	return v
+}
+
+// archImage is the image e offers to clusters of arch, and whether it offers one.
+func archImage(s *catalog.Stream, e catalog.Entry, arch string) (string, bool) {
+	status := &e.Payload.Status
+	if len(e.Payload.Spec.PayloadCreationConfig.Platforms) == 0 {
+		if arch == "multi" {
+			return "", false
+		}
+		repo, digest, ok := nodePayload(s, e)
+		if ok {
+			return repo + "@" + digest, true
+		}
+		return repo, true
+	}
+	if arch == "multi" {
+		repo, digest, ok := nodePayload(s, e)
+		if !ok {
+			return "", false // not built yet: no index to offer
+		}
+		return repo + "@" + digest, true
+	}
+	for _, pi := range status.PlatformImages {
+		os, rest, _ := strings.Cut(pi.Platform, "/")
+		if a, _, _ := strings.Cut(rest, "/"); os == "linux" && a == arch {
+			return pi.Image, true
+		}
+	}
+	return "", false
+}
+
+// edges renumbers the edges of the whole graph between kept nodes.
+func (v archView) edges(all [][2]int) [][2]int {
+	out := make([][2]int, 0, len(all))
+	for _, e := range all {
+		from, to := v.index[e[0]], v.index[e[1]]
+		if from >= 0 && to >= 0 {
+			out = append(out, [2]int{from, to})
+		}
+	}
+	return out
+}
+
+// image is the payload of node n of the whole graph, and whether the view keeps it.
+func (v archView) image(n int) (string, bool) {
+	image, ok := v.images[n]
+	return image, ok
 }
 
 // graphEdges are the node indexes of the upgrades keep accepts, sorted, nodes being every
