@@ -9,16 +9,11 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -26,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/clusters"
 )
 
 // DefaultHealthInterval spaces the probes of a cluster in use that answers.
@@ -33,16 +29,7 @@ const DefaultHealthInterval = 15 * time.Second
 
 // ClusterKey names a cluster: the kubeconfig Secret namespace/name, or zero for the local
 // cluster (the one the controller runs against).
-type ClusterKey struct {
-	Namespace, Secret string
-}
-
-func (k ClusterKey) String() string {
-	if k.Secret == "" {
-		return "local"
-	}
-	return k.Namespace + "/" + k.Secret
-}
+type ClusterKey = clusters.Key
 
 // appKey is one entry of the apps index: an app object on a cluster.
 type appKey struct {
@@ -114,8 +101,8 @@ type informerEntry struct {
 func NewClusters(local *rest.Config, secretMeta, secrets client.Reader, enqueue func(types.NamespacedName)) *Clusters {
 	return &Clusters{
 		local: local, secretMeta: secretMeta, secrets: secrets, enqueue: enqueue,
-		newCluster:     newCluster,
-		probe:          probeCluster,
+		newCluster:     clusters.New,
+		probe:          clusters.Probe,
 		backoff:        workqueue.NewTypedItemExponentialFailureRateLimiter[ClusterKey](time.Second, time.Minute),
 		HealthInterval: DefaultHealthInterval,
 		clusters:       map[ClusterKey]*clusterEntry{},
@@ -144,25 +131,6 @@ func (c *Clusters) Start(ctx context.Context) error {
 
 func (c *Clusters) started() (context.Context, bool) {
 	return c.ctx, c.ctx != nil
-}
-
-func newCluster(cfg *rest.Config) (cluster.Cluster, error) {
-	return cluster.New(cfg, func(o *cluster.Options) {
-		// Only what a pipeline reads: managedFields are the bulk of an object and unused.
-		o.Cache.DefaultTransform = cache.TransformStripManagedFields()
-	})
-}
-
-// probeCluster asks the cluster's /version, which every authenticated user may read.
-func probeCluster(ctx context.Context, cfg *rest.Config) error {
-	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = 5 * time.Second
-	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	_, err = dc.ServerVersion()
-	return err
 }
 
 // ClusterView is what a reconcile needs of one cluster.
@@ -283,52 +251,29 @@ func (c *Clusters) ensureCluster(ctx, runCtx context.Context, key ClusterKey) (*
 	} else {
 		// The Secret's metadata comes from the cache (a metadata-only watch triggers the
 		// pipelines when it changes); its data is read only when its version moved.
-		var meta metav1.PartialObjectMetadata
-		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-		err := c.secretMeta.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Secret}, &meta)
-		if err == nil && e != nil && e.secretVersion == meta.ResourceVersion && e.cluster != nil {
+		seen, err := clusters.SecretVersion(ctx, c.secretMeta, key)
+		if err == nil && e != nil && e.secretVersion == seen && e.cluster != nil {
 			return e, nil
-		}
-		var secret corev1.Secret
-		if err == nil {
-			err = c.secrets.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Secret}, &secret)
 		}
 		if e != nil {
 			// Rebuilt below, or gone: the old cluster stops, its informers with it.
 			c.stopCluster(ctx, e)
 		}
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("kubeconfig Secret %s not found", key)
-		case err != nil:
-			return nil, fmt.Errorf("reading kubeconfig Secret %s: %w", key, err)
+		if err != nil {
+			return nil, err
 		}
-		data := secret.Data[v1alpha1.SecretKeyKubeconfig]
-		if len(data) == 0 {
-			return nil, fmt.Errorf("kubeconfig Secret %s has no key %q", key, v1alpha1.SecretKeyKubeconfig)
+		if cfg, version, err = clusters.RESTConfig(ctx, c.secrets, key); err != nil {
+			return nil, err
 		}
-		if cfg, err = clientcmd.RESTConfigFromKubeConfig(data); err != nil {
-			return nil, fmt.Errorf("kubeconfig Secret %s: %w", key, err)
-		}
-		// No client-side rate limit, as for the local cluster (the API server's priority
-		// and fairness protects it).
-		cfg.QPS, cfg.Burst = -1, -1
-		version = secret.ResourceVersion
 	}
-	cl, err := c.newCluster(cfg)
+	cl, clusterCtx, cancel, err := clusters.Run(ctx, runCtx, key, cfg, c.newCluster)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %s: %w", key, err)
+		return nil, err
 	}
-	clusterCtx, cancel := context.WithCancel(runCtx)
 	e = &clusterEntry{key: key, config: cfg, cluster: cl, ctx: clusterCtx, cancel: cancel, secretVersion: version, informers: map[schema.GroupVersionKind]*informerEntry{}}
 	c.clusters[key] = e
+	go c.watchHealth(clusterCtx, e)
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", key.String())
-	go func() {
-		if err := cl.Start(clusterCtx); err != nil {
-			log.Error(err, "cluster stopped")
-		}
-	}()
-	go c.watchHealth(ctrl.LoggerInto(clusterCtx, log), e)
 	log.Info("watching cluster")
 	return e, nil
 }
@@ -453,51 +398,32 @@ func (e *clusterEntry) stop() {
 	}
 }
 
-// watchHealth probes e's cluster (its /version) until ctx ends: every HealthInterval while it
-// answers, with exponential backoff (1s to a minute) while it does not. Each change of
-// reachability enqueues the cluster's pipelines. (An informer retries a refused connection by
-// itself without a word, so only a probe tells an unreachable cluster.)
+// watchHealth probes e's cluster (its /version) until ctx ends (see clusters.WatchHealth). Each
+// change of reachability enqueues the cluster's pipelines. (An informer retries a refused
+// connection by itself without a word, so only a probe tells an unreachable cluster.)
 func (c *Clusters) watchHealth(ctx context.Context, e *clusterEntry) {
-	for {
-		err := c.probe(ctx, e.config)
-		if ctx.Err() != nil {
-			return
-		}
+	var users []types.NamespacedName
+	set := func(err error) bool {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		was := e.problem
 		if err != nil {
 			e.problem = "unreachable: " + err.Error()
 		} else {
 			e.problem = ""
 		}
-		changed := (was == "") != (e.problem == "")
-		var users []types.NamespacedName
-		if changed {
-			users = c.usersOf(e.key, schema.GroupVersionKind{})
+		if (was == "") == (e.problem == "") {
+			return false
 		}
-		c.mu.Unlock()
-		delay := c.HealthInterval
-		if err != nil {
-			delay = c.backoff.When(e.key)
-		} else {
-			c.backoff.Forget(e.key)
-		}
-		if changed {
-			if err != nil {
-				ctrl.LoggerFrom(ctx).Info("cluster unreachable", "cluster", e.key.String(), "error", err.Error())
-			} else if was != "" {
-				ctrl.LoggerFrom(ctx).Info("cluster reachable again", "cluster", e.key.String())
-			}
-			for _, p := range users {
-				c.enqueue(p)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
+		users = c.usersOf(e.key, schema.GroupVersionKind{})
+		return true
+	}
+	enqueue := func() {
+		for _, p := range users {
+			c.enqueue(p)
 		}
 	}
+	clusters.WatchHealth(ctx, clusters.Health{Key: e.key, Config: e.config, Probe: c.probe, Backoff: c.backoff, Interval: c.HealthInterval}, set, enqueue)
 }
 
 // usersOf lists the pipelines with an app on the cluster, of kind gvk unless it is zero;
