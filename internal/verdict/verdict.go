@@ -31,6 +31,12 @@ func VerificationState(v v1alpha1.Verification, runs []v1alpha1.JobRun) (v1alpha
 	return t.state, t.message()
 }
 
+// StateOf is VerificationState without the message, for readers that judge many
+// verifications at once (the stream health report) and show none of the messages.
+func StateOf(v v1alpha1.Verification, runs []v1alpha1.JobRun) v1alpha1.JobState {
+	return tallyRuns(v, runs).state
+}
+
 // runRule names the rule that gave a verification its state; runTally.message explains it.
 type runRule int
 

@@ -60,6 +60,9 @@ func TestVerificationState(t *testing.T) {
 			if got != tt.want || message != tt.wantMessage {
 				t.Errorf("VerificationState() = %s %q, want %s %q", got, message, tt.want, tt.wantMessage)
 			}
+			if got := StateOf(tt.v, tt.runs); got != tt.want {
+				t.Errorf("StateOf() = %s, want %s", got, tt.want)
+			}
 		})
 	}
 }

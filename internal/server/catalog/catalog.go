@@ -34,6 +34,8 @@ type Entry struct {
 	Version *semver.Version
 	// phase is verdict.Of the payload, judged once when the entry is made.
 	phase v1alpha1.PayloadPhase
+	// facts are what the health report reads of the payload, also found once (health.go).
+	facts *healthFacts
 }
 
 // Tag is the payload's release tag.
@@ -310,6 +312,7 @@ func (c *Catalog) DeleteStream(s *v1alpha1.ReleaseStream) {
 func (c *Catalog) SetPayload(p *v1alpha1.ReleasePayload) {
 	c.update(payloadStream(p), func(b *builder) {
 		e := Entry{Payload: p, phase: phaseOf(p)}
+		e.facts = factsOf(p, e.phase)
 		if v, err := semver.Parse(p.Name); err == nil {
 			e.Version = &v
 		}

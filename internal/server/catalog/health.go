@@ -109,6 +109,13 @@ type VerificationHealth struct {
 	Suspects    []Suspect  `json:"suspects,omitempty"`
 	byComponent map[string]int
 	durations   []float64
+	// lastEnded is the index in the window of the payload it last ended on (-1: none yet),
+	// lastPassed whether it passed there: a failure after a pass is a break.
+	lastEnded  int
+	lastPassed bool
+	// failure is the check with the latest failed run so far, on the payload failureIn.
+	failure   *checkFacts
+	failureIn int
 }
 
 // PayloadRef names a payload and when it was created.
@@ -182,13 +189,13 @@ func (s *Stream) Health(w HealthWindow) Health {
 			h.Days = append(h.Days, *day)
 		}
 	}
-	verifications := map[string]*VerificationHealth{}
-	lastEnded := map[string]verificationOutcome{} // per verification, its latest outcome so far
-	for _, e := range window {
-		d := e.Payload.CreationTimestamp.UTC().Format(time.DateOnly)
-		if day == nil || day.Day != d {
+	verifications := &tallies{byName: map[string]*VerificationHealth{}}
+	dayEnd := time.Time{} // the end of day's UTC day
+	for i, e := range window {
+		if created := e.Payload.CreationTimestamp.UTC(); day == nil || !created.Before(dayEnd) {
 			closeDay()
-			day, dayTimes = &HealthDay{Day: d}, nil
+			start := created.Truncate(24 * time.Hour)
+			day, dayTimes, dayEnd = &HealthDay{Day: start.Format(time.DateOnly)}, nil, start.Add(24*time.Hour)
 		}
 		day.Payloads++
 		phase := e.Phase()
@@ -203,21 +210,28 @@ func (s *Stream) Health(w HealthWindow) Health {
 		default:
 			h.Waiting++
 		}
+		f := e.healthFacts()
 		if verdict.IsVerdict(phase) {
 			h.Verdicts++
 			day.Verdicts++
-			if secs, ok := verdictSeconds(e.Payload, phase); ok {
-				verdictTimes = append(verdictTimes, secs)
-				dayTimes = append(dayTimes, secs)
+			if f.verdictSeconds >= 0 {
+				verdictTimes = append(verdictTimes, f.verdictSeconds)
+				dayTimes = append(dayTimes, f.verdictSeconds)
 			}
 		}
-		addVerifications(verifications, lastEnded, e, phase)
+		addVerifications(verifications, window, i, f, phase)
 	}
 	closeDay()
 	h.AcceptanceRate = rate(h.Accepted, h.Verdicts)
 	h.VerdictP50, h.VerdictP90 = Percentile(verdictTimes, 0.5), Percentile(verdictTimes, 0.9)
 	h.LongestDrought = longestDrought(window, w.Now)
-	h.Verifications = finishVerifications(verifications)
+	for _, t := range verifications.byName {
+		if c := t.failure; c != nil {
+			r := c.lastFailure
+			t.LastFailure = &FailedRun{Tag: window[t.failureIn].Tag(), Run: r.Name, URL: r.URL, Message: r.Message, Time: c.lastFailureAt}
+		}
+	}
+	h.Verifications = finishVerifications(verifications.byName)
 	return h
 }
 
@@ -239,13 +253,15 @@ func (w HealthWindow) withDefaults() HealthWindow {
 func (s *Stream) window(w HealthWindow) []Entry {
 	since := w.Now.Add(-time.Duration(w.Days) * 24 * time.Hour)
 	var out []Entry
-	for _, e := range s.Entries {
+	// Entries are newest first, and their tags usually go with their creation: taken
+	// from the end they are mostly in order already, which the sort then costs little.
+	for _, e := range slices.Backward(s.Entries) {
 		if !e.Payload.CreationTimestamp.Time.Before(since) {
 			out = append(out, e)
 		}
 	}
-	slices.SortFunc(out, func(a, b Entry) int {
-		return cmp.Or(a.Payload.CreationTimestamp.Compare(b.Payload.CreationTimestamp.Time), -compareEntries(a, b))
+	slices.SortStableFunc(out, func(a, b Entry) int {
+		return a.Payload.CreationTimestamp.Compare(b.Payload.CreationTimestamp.Time)
 	})
 	if len(out) > w.Payloads {
 		out = out[len(out)-w.Payloads:]
@@ -281,71 +297,146 @@ func verdictTime(p *v1alpha1.ReleasePayload, phase v1alpha1.PayloadPhase) (time.
 	return c.LastTransitionTime.Time, true
 }
 
-func verdictSeconds(p *v1alpha1.ReleasePayload, phase v1alpha1.PayloadPhase) (float64, bool) {
-	t, ok := verdictTime(p, phase)
-	if !ok || p.CreationTimestamp.IsZero() || t.Before(p.CreationTimestamp.Time) {
-		return 0, false
+// healthFacts are what the health report needs of one payload, found once when the catalog
+// takes the payload in: a report over thousands of payloads then reads these compact values
+// instead of judging every verification again.
+type healthFacts struct {
+	// verdictSeconds is the time from creation to the verdict; -1 when it is not known.
+	verdictSeconds float64
+	// acceptedAt is when an accepted payload got its verdict (its creation when that is
+	// not known).
+	acceptedAt time.Time
+	// checks are the verifications that ended (Success or Failure), as configured in the
+	// payload's spec and judged from their recorded runs.
+	checks []checkFacts
+	// durations are the run times of every check's ended runs, in seconds.
+	durations []float64
+}
+
+// checkFacts is one verification that ended on a payload.
+type checkFacts struct {
+	name                                 string
+	blocking, passed, retried, failedRun bool
+	// runs counts its ended runs; their durations are durations[durFrom:durTo].
+	runs           int
+	durFrom, durTo int
+	// lastFailure is its latest failed run, nil when none failed.
+	lastFailure   *v1alpha1.JobRun
+	lastFailureAt time.Time
+}
+
+// factsOf finds the health facts of a payload in phase.
+func factsOf(p *v1alpha1.ReleasePayload, phase v1alpha1.PayloadPhase) *healthFacts {
+	f := &healthFacts{verdictSeconds: -1}
+	if verdict.IsVerdict(phase) {
+		if t, ok := verdictTime(p, phase); ok && !p.CreationTimestamp.IsZero() && !t.Before(p.CreationTimestamp.Time) {
+			f.verdictSeconds = t.Sub(p.CreationTimestamp.Time).Seconds()
+		}
 	}
-	return t.Sub(p.CreationTimestamp.Time).Seconds(), true
-}
-
-// verificationOutcome is a verification's end on one payload, remembered to find breaks.
-type verificationOutcome struct {
-	entry  Entry
-	passed bool
-}
-
-// addVerifications adds one payload's verifications (as configured in its spec, judged
-// from their recorded runs) to the tallies.
-func addVerifications(tallies map[string]*VerificationHealth, lastEnded map[string]verificationOutcome, e Entry, phase v1alpha1.PayloadPhase) {
-	for _, v := range e.Payload.Spec.PayloadVerificationConfig.Verifications {
-		runs := recordedRuns(e.Payload, v.Name)
-		state, _ := verdict.VerificationState(v, runs)
+	if phase == v1alpha1.PhaseAccepted {
+		f.acceptedAt = p.CreationTimestamp.UTC()
+		if t, ok := verdictTime(p, phase); ok {
+			f.acceptedAt = t.UTC()
+		}
+	}
+	for _, v := range p.Spec.PayloadVerificationConfig.Verifications {
+		runs := recordedRuns(p, v.Name)
+		state := verdict.StateOf(v, runs)
 		if state != v1alpha1.JobSuccess && state != v1alpha1.JobFailure {
 			continue
 		}
-		t := tallies[v.Name]
-		if t == nil {
-			t = &VerificationHealth{Name: v.Name, byComponent: map[string]int{}}
-			tallies[v.Name] = t
-		}
-		t.Blocking = v.IsBlocking() // as the newest payload configures it
-		t.Ended++
-		failedRun := false
-		for _, r := range runs {
+		c := checkFacts{name: v.Name, blocking: v.IsBlocking(), passed: state == v1alpha1.JobSuccess,
+			retried: v.Aggregation == nil && len(runs) > 1, durFrom: len(f.durations)}
+		for i := range runs {
+			r := &runs[i]
 			if !r.State.IsTerminal() {
 				continue
 			}
-			t.Runs++
+			c.runs++
 			if r.StartTime != nil && r.CompletionTime != nil && !r.CompletionTime.Before(r.StartTime) {
-				t.durations = append(t.durations, r.CompletionTime.Sub(r.StartTime.Time).Seconds())
+				f.durations = append(f.durations, r.CompletionTime.Sub(r.StartTime.Time).Seconds())
 			}
 			if r.State == v1alpha1.JobFailure || r.State == v1alpha1.JobUnknown {
-				failedRun = true
-				t.noteFailure(e, r)
+				c.failedRun = true
+				at := p.CreationTimestamp.Time
+				if r.CompletionTime != nil {
+					at = r.CompletionTime.Time
+				}
+				if c.lastFailure == nil || !at.Before(c.lastFailureAt) {
+					c.lastFailure, c.lastFailureAt = r, at.UTC()
+				}
 			}
 		}
-		retried := v.Aggregation == nil && len(runs) > 1
-		if retried {
+		c.durTo = len(f.durations)
+		f.checks = append(f.checks, c)
+	}
+	return f
+}
+
+// healthFacts are the entry's facts, found now for an entry made without them.
+func (e Entry) healthFacts() *healthFacts {
+	if e.facts != nil {
+		return e.facts
+	}
+	return factsOf(e.Payload, e.Phase())
+}
+
+// tallies are the verifications' records being added up. Payloads mostly list the same
+// verifications in the same order, so the record of a payload's j-th check is looked for
+// at slot j first, and in the map only when that is another verification's.
+type tallies struct {
+	byName map[string]*VerificationHealth
+	slots  []*VerificationHealth
+}
+
+func (ts *tallies) of(j int, name string, payloads int) *VerificationHealth {
+	if j < len(ts.slots) && ts.slots[j].Name == name {
+		return ts.slots[j]
+	}
+	t := ts.byName[name]
+	if t == nil {
+		// Room for a run of each payload: most have one.
+		t = &VerificationHealth{Name: name, byComponent: map[string]int{}, lastEnded: -1, durations: make([]float64, 0, payloads)}
+		ts.byName[name] = t
+	}
+	if j < len(ts.slots) {
+		ts.slots[j] = t
+	} else {
+		ts.slots = append(ts.slots, t)
+	}
+	return t
+}
+
+// addVerifications adds the ended verifications of window[i] to the tallies.
+func addVerifications(ts *tallies, window []Entry, i int, f *healthFacts, phase v1alpha1.PayloadPhase) {
+	for j, c := range f.checks {
+		t := ts.of(j, c.name, len(window))
+		t.Blocking = c.blocking // as the newest payload configures it
+		t.Ended++
+		t.Runs += c.runs
+		t.durations = append(t.durations, f.durations[c.durFrom:c.durTo]...)
+		if c.lastFailure != nil && (t.failure == nil || !c.lastFailureAt.Before(t.failure.lastFailureAt)) {
+			t.failure, t.failureIn = &f.checks[j], i
+		}
+		if c.retried {
 			t.Retried++
 		}
-		passed := state == v1alpha1.JobSuccess
 		switch {
-		case passed:
+		case c.passed:
 			t.Passed++
-			if failedRun {
+			if c.failedRun {
 				t.Flaky++
-				if t.Blocking {
+				if c.blocking {
 					t.Delayed++
 				}
 			}
-		case t.Blocking && phase == v1alpha1.PhaseRejected:
+		case c.blocking && phase == v1alpha1.PhaseRejected:
 			t.Rejected++
 		}
-		if prev, ok := lastEnded[v.Name]; ok && prev.passed && !passed {
-			t.addBreak(prev.entry, e)
+		if t.lastEnded >= 0 && t.lastPassed && !c.passed {
+			t.addBreak(window[t.lastEnded], window[i])
 		}
-		lastEnded[v.Name] = verificationOutcome{entry: e, passed: passed}
+		t.lastEnded, t.lastPassed = i, c.passed
 	}
 }
 
@@ -357,18 +448,6 @@ func recordedRuns(p *v1alpha1.ReleasePayload, name string) []v1alpha1.JobRun {
 		}
 	}
 	return nil
-}
-
-// noteFailure keeps the latest failed run (by completion, else by the payload's creation).
-func (t *VerificationHealth) noteFailure(e Entry, r v1alpha1.JobRun) {
-	at := e.Payload.CreationTimestamp.Time
-	if r.CompletionTime != nil {
-		at = r.CompletionTime.Time
-	}
-	if t.LastFailure != nil && at.Before(t.LastFailure.Time) {
-		return
-	}
-	t.LastFailure = &FailedRun{Tag: e.Tag(), Run: r.Name, URL: r.URL, Message: r.Message, Time: at.UTC()}
 }
 
 // addBreak records that the verification passed on prev and failed on e.
@@ -418,7 +497,7 @@ func finishVerifications(tallies map[string]*VerificationHealth) []VerificationH
 			return cmp.Or(cmp.Compare(b.Breaks, a.Breaks), cmp.Compare(a.Component, b.Component))
 		})
 		slices.Reverse(t.Breaks) // newest first
-		t.byComponent, t.durations = nil, nil
+		t.byComponent, t.durations, t.lastEnded, t.lastPassed, t.failure, t.failureIn = nil, nil, 0, false, nil, 0
 		out = append(out, *t)
 	}
 	slices.SortFunc(out, CompareHarm)
@@ -448,11 +527,7 @@ func longestDrought(window []Entry, now time.Time) *Drought {
 			cur.Payloads++
 			continue
 		}
-		at, ok := verdictTime(e.Payload, v1alpha1.PhaseAccepted)
-		if !ok {
-			at = e.Payload.CreationTimestamp.Time
-		}
-		at = at.UTC()
+		at := e.healthFacts().acceptedAt
 		if at.Before(cur.From) {
 			at = cur.From // accepted before the one before it: no drought in between
 		}
@@ -476,13 +551,45 @@ func rate(n, total int) float64 {
 	return float64(n) / float64(total)
 }
 
-// Percentile is the nearest-rank percentile q (0 < q ≤ 1) of values, 0 for none. It sorts
-// values.
+// Percentile is the nearest-rank percentile q (0 < q ≤ 1) of values, 0 for none. It
+// reorders values: it selects the value in place (quickselect), which costs less than
+// sorting the tens of thousands of run times of a large window.
 func Percentile(values []float64, q float64) float64 {
 	if len(values) == 0 {
 		return 0
 	}
-	slices.Sort(values)
-	rank := int(math.Ceil(q * float64(len(values))))
-	return values[min(max(rank, 1), len(values))-1]
+	k := min(max(int(math.Ceil(q*float64(len(values)))), 1), len(values)) - 1
+	lo, hi := 0, len(values)-1
+	for lo < hi {
+		// Hoare partition around the median of three.
+		mid := lo + (hi-lo)/2
+		pivot := median3(values[lo], values[mid], values[hi])
+		i, j := lo, hi
+		for i <= j {
+			for values[i] < pivot {
+				i++
+			}
+			for values[j] > pivot {
+				j--
+			}
+			if i <= j {
+				values[i], values[j] = values[j], values[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return values[k]
+		}
+	}
+	return values[k]
+}
+
+func median3(a, b, c float64) float64 {
+	return max(min(a, b), min(max(a, b), c))
 }

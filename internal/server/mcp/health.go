@@ -49,7 +49,8 @@ func (t catalogTools) streamHealth(_ context.Context, _ *sdk.CallToolRequest, in
 	if err != nil {
 		return nil, none, err
 	}
-	h := s.Health(catalog.HealthWindow{Payloads: in.Payloads, Days: in.Days, Now: time.Now()})
+	// As of the minute, as the health page reports it: both give the same figures.
+	h := s.Health(catalog.HealthWindow{Payloads: in.Payloads, Days: in.Days, Now: time.Now().Truncate(time.Minute)})
 	return text(healthText(h)), h, nil
 }
 

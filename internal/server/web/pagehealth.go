@@ -86,6 +86,12 @@ type verificationHealthRow struct {
 	Breaks                             []link
 }
 
+// keptHealth is a health report in the page cache, with the snapshot it was computed from.
+type keptHealth struct {
+	stream *catalog.Stream
+	health catalog.Health
+}
+
 func (p *site) healthPage(w http.ResponseWriter, r *http.Request) {
 	s, ok := p.stream(w, r)
 	if !ok {
@@ -97,8 +103,15 @@ func (p *site) healthPage(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, http.StatusBadRequest, "Bad request", err.Error()+".", link{"Health of " + s.Namespace + "/" + s.Name, base})
 		return
 	}
-	now := p.opts.Clock.Now()
-	h := s.Health(catalog.HealthWindow{Payloads: hq.Payloads, Days: hq.Days, Now: now})
+	// The report is kept for its snapshot, window and minute, like the pages' live parts:
+	// viewers of an unchanged stream share one computation a minute. The kept value holds
+	// its snapshot, so the snapshot's address (the key) cannot be reused by another.
+	now := p.now()
+	key := partKey{view: "health", snapshot: snapshotID(s), arg: fmt.Sprintf("%d/%d", hq.Payloads, hq.Days), minute: minuteOf(now)}
+	kept, _ := cached(p.parts, key, func() (keptHealth, error) {
+		return keptHealth{s, s.Health(catalog.HealthWindow{Payloads: hq.Payloads, Days: hq.Days, Now: now})}, nil
+	})
+	h := kept.health
 	if hq.JSON {
 		writeJSON(w, h)
 		return

@@ -118,8 +118,13 @@ var benchOnce = sync.OnceValue(func() benchData {
 // before, and the requests are those of many viewers of unchanged streams.
 func benchPages(b *testing.B, paths []string, streams []string, fresh bool) {
 	d := benchOnce()
+	benchPagesOf(b, d.cat, d.logs, at("2026-11-22T16:00:00Z"), paths, streams, fresh)
+}
+
+// benchPagesOf is benchPages on a catalog of its own, with the pages' clock at now.
+func benchPagesOf(b *testing.B, cat *catalog.Catalog, logs changelog.PayloadChangeLogs, now time.Time, paths []string, streams []string, fresh bool) {
 	s := server.New()
-	web.RegisterPages(s, d.cat, web.PageOptions{ChangeLogs: d.logs, Clock: clocktesting.NewFakePassiveClock(at("2026-11-22T16:00:00Z"))})
+	web.RegisterPages(s, cat, web.PageOptions{ChangeLogs: logs, Clock: clocktesting.NewFakePassiveClock(now)})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	client := srv.Client()
@@ -141,14 +146,14 @@ func benchPages(b *testing.B, paths []string, streams []string, fresh bool) {
 	}
 	objects := map[string]*v1alpha1.ReleaseStream{}
 	for _, name := range streams {
-		st, _ := d.cat.StreamIn("bench", name)
+		st, _ := cat.StreamIn("bench", name)
 		objects[name] = st.Object
 	}
 	latencies := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {
 		if fresh {
-			d.cat.SetStream(objects[streams[i%len(streams)]])
+			cat.SetStream(objects[streams[i%len(streams)]])
 		}
 		start := time.Now()
 		get(paths[i%len(paths)])
