@@ -36,8 +36,8 @@ const (
 
 // BenchmarkShippedAPI measures `release-controller api --kubeconfig FILE --changelog-cache-dir
 // DIR --git-source-allow file://REPO` as shipped, serving 10,000 payloads in 10 streams (BENCH_API_PAYLOADS sets the total)
-// from its informer caches: latency of the REST routes scripts call most and of the stream and
-// release pages, over loopback, one request at a time; the memory its caches hold per payload;
+// from its informer caches: latency of the REST routes scripts call most and of the stream,
+// release and stream health pages, over loopback, one request at a time; the memory its caches hold per payload;
 // and the latency of a cached changelog (release info with it, /changelog as JSON, the payload
 // page with it) between two consecutive accepted payloads of the first stream (its two newest
 // at the default size), whose payload images are built into the embedded registry from
@@ -168,6 +168,12 @@ func runShippedAPI(b *testing.B, binary string, n int) {
 		}},
 		{"release_page", readPageRequests, func(i int) string {
 			return "/releasestream/" + streams[i%readStreams] + "/release/" + mid(i)
+		}},
+		{"stream_health", readPageRequests, func(i int) string {
+			return "/releasestream/" + streams[i%readStreams] + "/health?payloads=10000&days=365"
+		}},
+		{"stream_health_json", readPageRequests, func(i int) string {
+			return "/releasestream/" + streams[i%readStreams] + "/health?payloads=10000&days=365&format=json"
 		}},
 	})
 
