@@ -14,7 +14,11 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
@@ -39,6 +43,20 @@ const (
 //
 //	BENCH payload-build components=1000 ms=… min_ms=… max_ms=… runs=… start_ms=… read_ms=… push_ms=… exit_ms=…
 func BenchmarkPayloadBuild(b *testing.B) {
+	benchPayloadBuild(b, "payload-build", nil)
+}
+
+// BenchmarkPayloadBuildTwoPlatforms is BenchmarkPayloadBuild for a payload built for
+// linux/amd64 and linux/arm64 from components that are two-platform image indexes: the
+// build reads every index and one configuration per component, and pushes one payload image
+// per platform and their index.
+//
+//	BENCH payload-build-platforms components=1000 platforms=2 ms=… …
+func BenchmarkPayloadBuildTwoPlatforms(b *testing.B) {
+	benchPayloadBuild(b, "payload-build-platforms", []string{"linux/amd64", "linux/arm64"})
+}
+
+func benchPayloadBuild(b *testing.B, benchName string, platforms []string) {
 	runs := envInt(b, "BENCH_BUILD_RUNS", 5)
 	binary := releaseControllerBinary(b)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -55,14 +73,14 @@ func BenchmarkPayloadBuild(b *testing.B) {
 	createNamespace(b, env, buildNamespace)
 
 	start := time.Now()
-	components := pushComponents(b, reg.Addr(), buildComponents)
+	components := pushComponents(b, reg.Addr(), buildComponents, platforms)
 	progressf("pushed %d component images to %s in %s", len(components), reg.Addr(), time.Since(start).Round(time.Millisecond))
 	p := &v1alpha1.ReleasePayload{
 		ObjectMeta: metav1.ObjectMeta{Namespace: buildNamespace, Name: buildTag},
 		Spec: v1alpha1.ReleasePayloadSpec{
 			PayloadCoordinates:    v1alpha1.PayloadCoordinates{Stream: "bench", Tag: buildTag},
 			Components:            components,
-			PayloadCreationConfig: v1alpha1.PayloadCreationConfig{Repository: reg.Addr() + "/bench/release"},
+			PayloadCreationConfig: v1alpha1.PayloadCreationConfig{Repository: reg.Addr() + "/bench/release", Platforms: platforms},
 		},
 	}
 	if err := env.Client.Create(ctx, p); err != nil {
@@ -82,7 +100,7 @@ func BenchmarkPayloadBuild(b *testing.B) {
 	// The phases of the median run, from the lines the command prints: start (process start,
 	// reading the payload and listing the namespace's payloads), reading the components'
 	// images, pushing the payload image, and exiting.
-	benchLine("payload-build", "components", buildComponents, "ms", median.total.Milliseconds(),
+	benchLine(benchName, "components", buildComponents, "platforms", max(1, len(platforms)), "ms", median.total.Milliseconds(),
 		"min_ms", builds[0].total.Milliseconds(), "max_ms", builds[len(builds)-1].total.Milliseconds(), "runs", len(builds),
 		"start_ms", median.start.Milliseconds(), "read_ms", (median.read - median.start).Milliseconds(),
 		"push_ms", (median.pushed - median.read).Milliseconds(), "exit_ms", (median.total - median.pushed).Milliseconds())
@@ -158,7 +176,7 @@ func (c *lineClock) text() string {
 
 // pushComponents pushes n single-layer images (of the same layer) labelled with their source and revision, as a
 // CI system would, and returns them pinned by digest.
-func pushComponents(b *testing.B, registryAddr string, n int) []v1alpha1.PinnedComponent {
+func pushComponents(b *testing.B, registryAddr string, n int, platforms []string) []v1alpha1.PinnedComponent {
 	b.Helper()
 	components := make([]v1alpha1.PinnedComponent, n)
 	// One layer for all: the build reads manifests and configurations only, and the registry
@@ -169,26 +187,51 @@ func pushComponents(b *testing.B, registryAddr string, n int) []v1alpha1.PinnedC
 	}
 	parallelPlain(b, n, 16, func(i int) error {
 		comp := fmt.Sprintf("component-%04d", i)
-		img, err := releaseimage.SingleLayerImage(layer, releaseimage.SingleLayerConfig{
-			Created: time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC), CreatedBy: "bench", OS: "linux", Architecture: "amd64",
-			Labels: map[string]string{
-				releaseimage.LabelSource:   "https://git.example.com/" + comp,
-				releaseimage.LabelRevision: fmt.Sprintf("%040x", i+1),
-			},
-		})
-		if err != nil {
-			return err
+		image := func(arch string) (v1.Image, error) {
+			return releaseimage.SingleLayerImage(layer, releaseimage.SingleLayerConfig{
+				Created: time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC), CreatedBy: "bench", OS: "linux", Architecture: arch,
+				Labels: map[string]string{
+					releaseimage.LabelSource:   "https://git.example.com/" + comp,
+					releaseimage.LabelRevision: fmt.Sprintf("%040x", i+1),
+				},
+			})
 		}
 		ref, err := name.NewTag(registryAddr + "/bench/" + comp + ":latest")
 		if err != nil {
 			return err
 		}
-		if err := remote.Write(ref, img); err != nil {
-			return fmt.Errorf("pushing %s: %w", ref, err)
-		}
-		digest, err := img.Digest()
-		if err != nil {
-			return err
+		var digest v1.Hash
+		if len(platforms) == 0 {
+			img, err := image("amd64")
+			if err != nil {
+				return err
+			}
+			if err := remote.Write(ref, img); err != nil {
+				return fmt.Errorf("pushing %s: %w", ref, err)
+			}
+			if digest, err = img.Digest(); err != nil {
+				return err
+			}
+		} else {
+			var adds []mutate.IndexAddendum
+			for _, platform := range platforms {
+				pl, err := releaseimage.ParsePlatform(platform)
+				if err != nil {
+					return err
+				}
+				img, err := image(pl.Architecture)
+				if err != nil {
+					return err
+				}
+				adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &pl}})
+			}
+			index := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+			if err := remote.WriteIndex(ref, index); err != nil {
+				return fmt.Errorf("pushing %s: %w", ref, err)
+			}
+			if digest, err = index.Digest(); err != nil {
+				return err
+			}
 		}
 		components[i] = v1alpha1.PinnedComponent{Name: comp, Image: ref.Context().Digest(digest.String()).String()}
 		return nil
