@@ -153,7 +153,7 @@ func New() *Catalog {
 
 // Watch feeds the catalog from the cache's informers of streams, payloads, the streams'
 // upgrade-graph ConfigMaps (the manager caches only ConfigMaps labelled with a stream) and
-// pipelines.
+// pipelines. Until ctx ends, the catalog's gauges are on /metrics (metrics.go).
 func (c *Catalog) Watch(ctx context.Context, informers cache.Informers) error {
 	watches := []struct {
 		obj     client.Object
@@ -173,6 +173,7 @@ func (c *Catalog) Watch(ctx context.Context, informers cache.Informers) error {
 			return fmt.Errorf("watching %T: %w", w.obj, err)
 		}
 	}
+	c.collect(ctx)
 	return nil
 }
 
