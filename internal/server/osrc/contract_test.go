@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -721,4 +722,16 @@ func TestGraphArch(t *testing.T) {
 			node("2.0.0", "registry.example/rel/single@"+digest("d")), node(m2, "registry.example/rel/multi@"+digest("b")))},
 		{name: "not an architecture", path: "/graph?arch=ARM/64", code: 400, body: text("Unsupported ?arch, must be an architecture (amd64, arm64, ppc64le, s390x, ...) or 'multi'")},
 	})
+	// The release's JSON lists its platforms' images.
+	got := do(t, http.MethodGet, base+"/api/v1/releasestream/1.0.0-0.multi/release/"+m2)
+	var info struct {
+		Platforms []struct{ Platform, Image string } `json:"platforms"`
+	}
+	if err := json.Unmarshal([]byte(got.body), &info); err != nil || got.code != 200 {
+		t.Fatalf("release info: %d %v", got.code, err)
+	}
+	want := []struct{ Platform, Image string }{{"linux/amd64", "registry.example/rel/multi@" + digest("a")}, {"linux/arm64", "registry.example/rel/multi@" + digest("b")}}
+	if !reflect.DeepEqual(info.Platforms, want) {
+		t.Errorf("platforms %+v, want %+v", info.Platforms, want)
+	}
 }

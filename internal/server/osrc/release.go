@@ -48,6 +48,14 @@ type apiReleaseInfo struct {
 	// signature is, once there are.
 	Audit     *auditInfo     `json:"audit,omitempty"`
 	Signature *signatureInfo `json:"signature,omitempty"`
+	// Platforms are ours too: of a payload built for platforms, each platform's image.
+	Platforms []platformImage `json:"platforms,omitempty"`
+}
+
+// platformImage is one platform's payload image.
+type platformImage struct {
+	Platform string `json:"platform"`
+	Image    string `json:"image"`
 }
 
 // auditInfo is the payload's audit: reason AuditPassed, AuditFailed or AuditError, and the
@@ -129,6 +137,9 @@ func (h *handler) releaseInfo(w http.ResponseWriter, r *http.Request) {
 		Results:      verificationResults(e.Payload),
 		UpgradesTo:   upgradeHistories(s.UpgradesInto(e.Tag())),
 		UpgradesFrom: upgradeHistories(h.upgradesOutOf(s, e.Tag())),
+	}
+	for _, pi := range e.Payload.Status.PlatformImages {
+		info.Platforms = append(info.Platforms, platformImage{Platform: pi.Platform, Image: pi.Image})
 	}
 	if trust := e.Trust(); trust.Audit != "" {
 		info.Audit = &auditInfo{Result: trust.Audit, Message: trust.AuditMessage}

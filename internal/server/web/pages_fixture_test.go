@@ -155,6 +155,12 @@ func fixturePayloads() []*v1alpha1.ReleasePayload {
 	p4 := newPayload("demo", "nightly", tag4, v1alpha1.PhaseAccepted, "2026-11-22T12:00:00Z")
 	succeeded(p4, tag2)
 	p4.Annotations = map[string]string{v1alpha1.AnnotationKeep: "true"}
+	// Built for two platforms: its image is an index of one image per platform.
+	p4.Spec.PayloadCreationConfig.Platforms = []string{"linux/amd64", "linux/arm64"}
+	p4.Status.PlatformImages = []v1alpha1.PlatformImage{
+		{Platform: "linux/amd64", Image: "registry.example.com/ocp/release@sha256:" + sha('d')},
+		{Platform: "linux/arm64", Image: "registry.example.com/ocp/release@sha256:" + sha('e')},
+	}
 	p4.Status.Conditions = append(p4.Status.Conditions, cond(v1alpha1.ConditionPayloadAccepted, metav1.ConditionTrue, v1alpha1.ReasonBlockingJobsSucceeded, "all blocking jobs succeeded", "2026-11-22T13:00:00Z"),
 		cond(v1alpha1.ConditionPayloadAudited, metav1.ConditionTrue, v1alpha1.ReasonAuditPassed, "6 checks passed", "2026-11-22T13:00:01Z"),
 		cond(v1alpha1.ConditionPayloadSigned, metav1.ConditionTrue, v1alpha1.ReasonSigned, "signed by 0123456789ABCDEF (signature-1)", "2026-11-22T13:00:01Z"))

@@ -284,6 +284,9 @@ func TestReleasePage(t *testing.T) {
 		// The pull spec by digest with its copy button, and the download link.
 		`<code id="pullspec">` + digestOf(tag4) + `</code> <button type="button" class="copy" data-copy="pullspec" hidden>Copy</button>`,
 		`<a href="https://artifacts.example.com/` + tag4 + `">`,
+		// Its platforms' images.
+		`<caption>An image index of 2 platforms; a pull picks the image of its own.</caption>`,
+		`<tr><td>linux/arm64</td><td><code>registry.example.com/ocp/release@sha256:` + sha('e') + `</code></td></tr>`,
 		// Conditions and the creation job.
 		`<tr><th scope="row">PayloadAccepted</th><td class="status-True">True</td><td>BlockingJobsSucceeded</td><td class="message">all blocking jobs succeeded</td>`,
 		`Creation job: <span class="creation-success">Success</span> (<code>demo/create-120000</code>)`,

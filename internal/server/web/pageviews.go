@@ -446,8 +446,10 @@ type statusPart struct {
 	PullSpec              string
 	ByDigest              bool
 	TagPullSpec, Download string
-	Created               stamp
-	Conditions            []conditionRow
+	// Platforms are the payload's image of each platform, when it was built for platforms.
+	Platforms  []v1alpha1.PlatformImage
+	Created    stamp
+	Conditions []conditionRow
 	// Signed is the PayloadSigned message of a signed payload ("signed by <key id> ...");
 	// AuditFailure the PayloadAudited message of a payload that failed its audit.
 	Signed, AuditFailure string
@@ -535,7 +537,7 @@ func (p *site) renderStatus(s *catalog.Stream, e catalog.Entry, now time.Time) (
 		Tag: e.Tag(), Phase: string(e.Phase()), PhaseClass: phaseClass(e.Phase()),
 		Override: pl.Spec.PayloadOverride, PullSpec: pullSpec(s, e), ByDigest: pl.Status.PayloadImage != "",
 		TagPullSpec: s.PullSpec(e), Created: stampOf(now, pl.CreationTimestamp.Time),
-		Failed: e.Phase() == v1alpha1.PhaseFailed,
+		Failed: e.Phase() == v1alpha1.PhaseFailed, Platforms: pl.Status.PlatformImages,
 	}
 	if p.opts.ArtifactsURL != "" && st.ByDigest {
 		st.Download = p.opts.ArtifactsURL + "/" + e.Tag()
