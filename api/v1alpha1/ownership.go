@@ -37,6 +37,7 @@ var PayloadConditionWriter = map[string]PayloadStatusWriter{
 	ConditionPayloadFailed:         WriterPayload,
 	ConditionPayloadAccepted:       WriterPayload,
 	ConditionPayloadRejected:       WriterPayload,
+	ConditionClusterUnreachable:    WriterPayload,
 	ConditionPayloadAudited:        WriterAudit,
 	ConditionPayloadSigned:         WriterAudit,
 	ConditionPayloadIssuesVerified: WriterJira,

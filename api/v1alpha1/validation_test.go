@@ -325,6 +325,24 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			s.Spec.Verification[0].UpgradeFrom = ""
 		},
 			"from needs upgradeFrom"},
+		{"a verification cluster without a Secret", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.Verification[0].Cluster = &v1alpha1.VerificationCluster{}
+		},
+			"spec.verification[0].cluster.secretRef"},
+		{"a verification cluster Secret that is no name", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.Verification[0].Cluster = &v1alpha1.VerificationCluster{SecretRef: "Build Farm"}
+		},
+			"secretRef must be a Secret's name"},
+		{"a verification cluster namespace that is no label", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.Verification[0].Cluster = &v1alpha1.VerificationCluster{SecretRef: "farm", Namespace: "CI_jobs"}
+		},
+			"namespace must be a DNS label"},
+		{"a ProwJob verification on a cluster", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.Verification[0].Job = nil
+			s.Spec.Verification[0].ProwJob = &v1alpha1.ProwJobBackend{Spec: prowv1.ProwJobSpec{Job: "e2e"}}
+			s.Spec.Verification[0].Cluster = &v1alpha1.VerificationCluster{SecretRef: "farm"}
+		},
+			"cluster runs job backends only"},
 		{"payload base that is no component", func(s *v1alpha1.ReleaseStream) { s.Spec.PayloadBaseComponent = "cvo" },
 			"payloadBaseComponent must name one of the stream's components"},
 		{"jira URL that is no URL", func(s *v1alpha1.ReleaseStream) { s.Spec.Jira = validJira(); s.Spec.Jira.URL = "issues" },

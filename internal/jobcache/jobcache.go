@@ -21,6 +21,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -252,8 +253,9 @@ type Options struct {
 	ProwJobs bool
 }
 
-// New builds a Cache that reads through mgr's configuration, HTTP client and REST mapper.
-func New(mgr manager.Manager, opts Options) (*Cache, error) {
+// New builds a Cache that reads through mgr's configuration, HTTP client and REST mapper: a
+// manager's (the controller's own cluster), or a remote cluster's (internal/clusters).
+func New(mgr cluster.Cluster, opts Options) (*Cache, error) {
 	type kind struct {
 		run        v1alpha1.RunKind
 		gvk        schema.GroupVersionKind
@@ -335,7 +337,7 @@ func recordKey(obj any, key func(*Record) string) ([]string, error) {
 
 // listWatch lists and watches gvk's objects in namespace (all: metav1.NamespaceAll) that
 // selector selects, as controller-runtime's cache does.
-func listWatch(mgr manager.Manager, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) (*toolscache.ListWatch, error) {
+func listWatch(mgr cluster.Cluster, gvk schema.GroupVersionKind, namespace string, selector labels.Selector) (*toolscache.ListWatch, error) {
 	mapping, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return nil, fmt.Errorf("job cache: %w", err)

@@ -34,6 +34,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/audit"
 	"github.com/release-controller/release-controller/internal/changelog"
+	"github.com/release-controller/release-controller/internal/clusters"
 	"github.com/release-controller/release-controller/internal/jira"
 	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
@@ -74,6 +75,9 @@ type Options struct {
 	ProwJobNamespaces []string
 	// JobEventDelay batches job events per payload; zero uses the payload package's default.
 	JobEventDelay time.Duration
+	// ClusterHealthInterval spaces the probes of a verification cluster that answers; zero uses
+	// the clusters package's default.
+	ClusterHealthInterval time.Duration
 	// PayloadWorkers is how many payloads are reconciled at once; zero uses the payload package's default.
 	PayloadWorkers int
 	// PipelineWorkers is how many pipelines are reconciled at once; zero uses the pipeline package's default.
@@ -273,12 +277,20 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if err := payload.IndexPods(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	payloads := &payload.Reconciler{Client: mgr.GetClient(), Jobs: jobs, JobEventDelay: opts.JobEventDelay, Workers: opts.PayloadWorkers}
+	// Verifications that name another cluster: their jobs there, one cache per cluster in use.
+	remote := clusters.NewJobs(mgr.GetClient(), mgr.GetAPIReader(), ownJobs())
+	if opts.ClusterHealthInterval > 0 {
+		remote.HealthInterval = opts.ClusterHealthInterval
+	}
+	if err := mgr.Add(remote); err != nil {
+		return err
+	}
+	payloads := &payload.Reconciler{Client: mgr.GetClient(), Jobs: jobs, Clusters: remote, JobEventDelay: opts.JobEventDelay, Workers: opts.PayloadWorkers}
 	if err := payloads.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("setting up the payload controller: %w", err)
 	}
 	streams := &stream.Reconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Jobs: jobs, Registry: opts.Registry, WatchProwJobs: prowJobs,
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Jobs: jobs, Clusters: remote, Registry: opts.Registry, WatchProwJobs: prowJobs,
 		ImportInterval: opts.ImportInterval, RetryBackoff: opts.RetryBackoff,
 		BuildImage: opts.BuildImage, BuildServiceAccount: opts.BuildServiceAccount, RegistryAuthSecret: opts.RegistryAuthSecret,
 	}

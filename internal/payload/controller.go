@@ -20,8 +20,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/clusters"
 	"github.com/release-controller/release-controller/internal/eventlog"
 	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
@@ -37,8 +39,10 @@ const DefaultJobEventDelay = 200 * time.Millisecond
 type Reconciler struct {
 	client.Client
 	// Jobs holds the payloads' Jobs and ProwJobs.
-	Jobs  *jobcache.Cache
-	Clock clock.PassiveClock
+	Jobs *jobcache.Cache
+	// Clusters holds the jobs of verifications that run on other clusters; nil: none may.
+	Clusters *clusters.Jobs
+	Clock    clock.PassiveClock
 	// JobEventDelay batches job events; zero uses DefaultJobEventDelay.
 	JobEventDelay time.Duration
 	// Workers is how many payloads are reconciled at once; zero uses DefaultWorkers.
@@ -79,7 +83,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, &payload); err != nil {
 		r.bursts.Close(req.NamespacedName)
 		r.written.Forget(req.NamespacedName)
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.forgetClusters(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
 	}
 	if _, behind := r.written.Behind(req.NamespacedName, payload.ResourceVersion); behind {
 		return ctrl.Result{RequeueAfter: ConflictRetryDelay}, nil
@@ -88,6 +95,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		r.report.Fail(ctx, &payload, v1alpha1.ReasonReconcileFailed, "Observe", "reading the payload's jobs", err)
 		return ctrl.Result{}, err
+	}
+	ready, err := r.observeClusters(ctx, &payload, &obs)
+	if err != nil {
+		r.report.Fail(ctx, &payload, v1alpha1.ReasonReconcileFailed, "Observe", "reading the payload's jobs on its verification clusters", err)
+		return ctrl.Result{}, err
+	}
+	if !ready {
+		return ctrl.Result{}, nil // enqueued again once the cluster's jobs are listed
 	}
 	status := ComputeStatus(&payload, obs, metav1.NewTime(now))
 	// While the payload's jobs are still changing, only a verdict is written at once; the rest
@@ -221,8 +236,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Watches(&v1alpha1.ReleasePayload{}, r.payloadEvents(), builder.WithPredicates(ignoreStatusOnlyUpdates{})).
 		WatchesRawSource(r.Jobs.Source(r.recordEvent)).
+		WatchesRawSource(r.clusterSource()).
 		Watches(&corev1.Pod{}, r.jobEvents()).
 		Complete(r)
+}
+
+// clusterSource brings the payloads whose jobs on other clusters change, and those whose
+// cluster came back, went away or was first listed.
+func (r *Reconciler) clusterSource() source.Source {
+	if r.Clusters == nil {
+		return source.Func(func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) error { return nil })
+	}
+	return r.Clusters.Source(ClusterUser, r.recordEvent)
 }
 
 // jobEvent enqueues the payload with key after JobEventDelay and notes the event, so that the

@@ -26,6 +26,8 @@ type Observations struct {
 	CreationPods []corev1.Pod
 	// Runs are the verification runs found for the payload, one per Job or ProwJob.
 	Runs []ObservedRun
+	// Clusters are the remote clusters of the verifications that name one, by verification.
+	Clusters map[string]ClusterState
 }
 
 // ObservedRun is one verification run as its object shows it now.

@@ -40,7 +40,21 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 		}
 	}
 	status.Verifications = SeedVerifications(p.Spec.PayloadVerificationConfig.Verifications, status.Verifications)
+	// A verification whose cluster cannot be read keeps its recorded runs: unseen, they are
+	// not lost.
+	away := unreadable(obs.Clusters)
+	kept := map[string][]v1alpha1.JobRun{}
+	for _, v := range status.Verifications {
+		if _, ok := away[v.Name]; ok {
+			kept[v.Name] = v.Runs
+		}
+	}
 	status.Verifications = MergeRuns(status.Verifications, obs.Runs)
+	for i := range status.Verifications {
+		if runs, ok := kept[status.Verifications[i].Name]; ok {
+			status.Verifications[i].Runs = runs
+		}
+	}
 	skipped := p.SkippedUpgrades()
 	for i := range status.Verifications {
 		v := &status.Verifications[i]
@@ -55,6 +69,13 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 		c.ObservedGeneration = p.Generation
 		c.LastTransitionTime = now
 		conditions.Set(&status.Conditions, c) // bounds the message
+	}
+	// After the verdict, which judges the runs: Unknown here says the runs cannot be read.
+	markUnreadable(status.Verifications, away)
+	if c := ClusterCondition(obs.Clusters); c != nil {
+		c.ObservedGeneration = p.Generation
+		c.LastTransitionTime = now
+		conditions.Set(&status.Conditions, *c)
 	}
 	status.Phase = verdict.Phase(status.Conditions)
 	return status

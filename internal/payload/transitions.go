@@ -23,8 +23,9 @@ type Transition struct {
 
 // Transitions are the changes from the status old to the status cur that the payload's
 // Events report, in this order: its image built (PayloadCreated turning True), the payload
-// failed (PayloadFailed: the build failed or it was aborted), verification runs that failed or
-// were lost, and the verdict (PayloadAccepted or PayloadRejected turning True). Verification
+// failed (PayloadFailed: the build failed or it was aborted), a verification cluster that
+// cannot be read (ClusterUnreachable turning True), verification runs that failed or were
+// lost, and the verdict (PayloadAccepted or PayloadRejected turning True). Verification
 // runs that start are reported by the stream controller, which launches them.
 func Transitions(old, cur *v1alpha1.ReleasePayloadStatus) []Transition {
 	var ts []Transition
@@ -41,6 +42,10 @@ func Transitions(old, cur *v1alpha1.ReleasePayloadStatus) []Transition {
 	}
 	if message, ok := turned(v1alpha1.ConditionPayloadFailed); ok {
 		ts = append(ts, Transition{corev1.EventTypeWarning, v1alpha1.EventBuildFailed, "Build", "the payload failed: " + message})
+	}
+	if message, ok := turned(v1alpha1.ConditionClusterUnreachable); ok {
+		ts = append(ts, Transition{corev1.EventTypeWarning, v1alpha1.EventClusterUnreachable, "Verify",
+			"the jobs of a verification cluster cannot be read; its runs are kept: " + message})
 	}
 	for _, run := range EndedRuns(old, cur) {
 		switch run.Run.State {

@@ -12,6 +12,7 @@ import (
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/registryclient"
 )
@@ -42,9 +43,21 @@ func (s *streamSync) collect(ctx context.Context) {
 	}
 	s.payloads = remaining
 
-	records, err := s.r.Jobs.ByStream(ctx, s.stream.Namespace, s.stream.Name)
+	s.collectJobs(ctx, s.r.Jobs, s.r.Client, "")
+	// And the jobs of the clusters the verifications run on, while they can be read.
+	for key, view := range s.clusters {
+		if view.Synced() {
+			s.collectJobs(ctx, view.Jobs, view.Client, " on cluster "+key.String())
+		}
+	}
+}
+
+// collectJobs deletes with w the stream's jobs in cache that the retention rules no longer
+// keep; where names the cluster in messages ("": the controller's).
+func (s *streamSync) collectJobs(ctx context.Context, cache *jobcache.Cache, w client.Writer, where string) {
+	records, err := cache.ByStream(ctx, s.stream.Namespace, s.stream.Name)
 	if err != nil {
-		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "listing jobs", err)
+		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "listing jobs"+where, err)
 		return
 	}
 	jobs := jobsOfRecords(records)
@@ -72,8 +85,8 @@ func (s *streamSync) collect(ctx context.Context) {
 		}
 		obj.SetNamespace(j.Namespace)
 		obj.SetName(j.Name)
-		if err := s.r.Delete(ctx, obj, &client.DeleteOptions{PropagationPolicy: &background}); client.IgnoreNotFound(err) != nil {
-			s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting job "+j.Name, err)
+		if err := w.Delete(ctx, obj, &client.DeleteOptions{PropagationPolicy: &background}); client.IgnoreNotFound(err) != nil {
+			s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting job "+j.Name+where, err)
 		}
 	}
 }

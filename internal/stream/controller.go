@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/clusters"
 	"github.com/release-controller/release-controller/internal/eventlog"
 	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/registryclient"
@@ -53,7 +54,9 @@ type Reconciler struct {
 	// reads them through Client.
 	APIReader client.Reader
 	// Jobs holds the payloads' Jobs and ProwJobs, indexed by payload and by stream.
-	Jobs     *jobcache.Cache
+	Jobs *jobcache.Cache
+	// Clusters runs the Jobs of verifications that name another cluster; nil: none may.
+	Clusters *clusters.Jobs
 	Registry *registryclient.Client
 	Clock    clock.PassiveClock
 	// ImportInterval is how often components followed by tag are resolved again.
@@ -103,6 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if apierrors.IsNotFound(err) {
 			r.imports.forget(req.NamespacedName)
 			forgetStream(req.NamespacedName)
+			if err := r.forgetClusters(ctx, req.NamespacedName); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -124,11 +130,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 // streamSync is one reconcile of one stream.
 type streamSync struct {
-	r            *Reconciler
-	stream       *v1alpha1.ReleaseStream
-	now          time.Time
-	payloads     []v1alpha1.ReleasePayload // newest first
-	listed       bool
+	r        *Reconciler
+	stream   *v1alpha1.ReleaseStream
+	now      time.Time
+	payloads []v1alpha1.ReleasePayload // newest first
+	listed   bool
+	// clusters are the remote clusters the payloads' verifications run on.
+	clusters     map[clusters.Key]clusters.View
 	requeueAfter time.Duration
 	pass         pass
 }
@@ -162,6 +170,7 @@ func (s *streamSync) run(ctx context.Context) {
 		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "List", "listing payloads", err)
 		return
 	}
+	s.useClusters(ctx)
 	s.abortSuperseded(ctx)
 	if resolved {
 		s.createPayload(ctx, pinned)
@@ -249,7 +258,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return fmt.Errorf("indexing payloads by stream: %w", err)
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Clusters != nil {
+		// As for local jobs, a job's change reaches the stream through its payload's status;
+		// the source enqueues the streams whose cluster came back or was first listed.
+		b = b.WatchesRawSource(r.Clusters.Source(ClusterUser, func(*jobcache.Record, workqueue.TypedRateLimitingInterface[reconcile.Request]) {}))
+	}
+	return b.
 		Named("releasestream").
 		For(&v1alpha1.ReleaseStream{}).
 		Watches(&v1alpha1.ReleasePayload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {

@@ -36,6 +36,8 @@ import (
 var (
 	env *testenv.Env
 	reg *registry.Server
+	// leaf is a second API server, a build farm that verifications name (clusters_test.go).
+	leaf *testenv.Leaf
 )
 
 const waitTimeout = 60 * time.Second
@@ -52,19 +54,27 @@ func TestMain(m *testing.M) {
 			cancel()
 			return nil, err
 		}
+		if leaf, err = testenv.StartLeaf(); err != nil {
+			cancel()
+			_ = reg.Close()
+			return nil, err
+		}
 		opts := manager.Options{
 			MetricsAddr: "0", ProbeAddr: "0",
-			ImportInterval: 500 * time.Millisecond,
-			RetryBackoff:   verify.Backoff{Base: 200 * time.Millisecond, Cap: time.Second},
-			BuildImage:     "release-controller:test",
+			ClusterHealthInterval: 500 * time.Millisecond,
+			ImportInterval:        500 * time.Millisecond,
+			RetryBackoff:          verify.Backoff{Base: 200 * time.Millisecond, Cap: time.Second},
+			BuildImage:            "release-controller:test",
 		}
 		stopControllers, err := e.StartControllers(opts)
 		if err != nil {
 			cancel()
+			_ = leaf.Stop()
 			return nil, err
 		}
 		return func() {
 			stopControllers()
+			_ = leaf.Stop()
 			cancel()
 			_ = reg.Close()
 			_ = os.RemoveAll(dir)
@@ -199,9 +209,15 @@ func waitJob(t testing.TB, ns, name string) *batchv1.Job {
 // finish sets a job's status as the Kubernetes job controller would when its pod ends.
 func finish(t testing.TB, job *batchv1.Job, succeeded bool) {
 	t.Helper()
+	finishOn(t, env.Client, job, succeeded)
+}
+
+// finishOn is finish for a job on the cluster c reaches.
+func finishOn(t testing.TB, c client.Client, job *batchv1.Job, succeeded bool) {
+	t.Helper()
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	NewWithT(t).Eventually(func() error {
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(job), job); err != nil {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(job), job); err != nil {
 			return err
 		}
 		if succeeded {
@@ -209,7 +225,7 @@ func finish(t testing.TB, job *batchv1.Job, succeeded bool) {
 		} else {
 			jobstatus.Failed(job, now, 1, "", "")
 		}
-		return env.Client.Status().Update(context.Background(), job)
+		return c.Status().Update(context.Background(), job)
 	}).WithTimeout(waitTimeout).Should(Succeed())
 }
 

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/clusters"
 	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/verdict"
@@ -45,13 +46,23 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "listing the jobs of "+p.Name, err)
 		return
 	}
+	remote, synced, err := s.remoteRecords(ctx, p)
+	if err != nil {
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "listing the jobs of "+p.Name+" on its verification clusters", err)
+		return
+	}
+	for _, r := range remote {
+		jobs.names[r.Name] = true
+	}
 	// Runs launched already that the payload controller has not recorded yet are left out,
-	// and so are runs the API server refused (recorded, and counted as failed runs).
+	// and so are runs the API server refused (recorded, and counted as failed runs), and runs
+	// on a cluster whose jobs are not known now (not listed yet, or unreachable: see
+	// launchable).
 	refused := jobcontract.RefusedRuns(p)
 	launches := slices.DeleteFunc(plan.Launches, func(l verify.Launch) bool {
 		name := jobcontract.RunName(p.Name, l.Verification.Name, l.Attempt)
 		_, wasRefused := refused[name]
-		return jobs.names[name] || wasRefused
+		return jobs.names[name] || wasRefused || !s.launchable(ctx, p, &l.Verification, synced)
 	})
 	if len(launches) == 0 {
 		return
@@ -136,8 +147,34 @@ func (s *streamSync) verificationTemplates(ctx context.Context, p *v1alpha1.Rele
 	return byName, nil
 }
 
+// launchable reports whether a run of v may be launched now: on the controller's cluster
+// always, on a remote one once its jobs are listed (synced), so that a run there is never
+// created twice. A cluster that cannot be used is reported.
+func (s *streamSync) launchable(ctx context.Context, p *v1alpha1.ReleasePayload, v *v1alpha1.Verification, synced map[clusters.Key]bool) bool {
+	key, remote := verify.ClusterOf(p, v)
+	if !remote || synced[key] {
+		return true
+	}
+	if _, _, err := s.clusterView(p, v); err != nil {
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "launching verification "+v.Name+" of "+p.Name, err)
+	}
+	return false
+}
+
 // launch creates the run's Job or ProwJob; created is false when it existed already.
 func (s *streamSync) launch(ctx context.Context, p *v1alpha1.ReleasePayload, l verify.Launch) (created bool, err error) {
+	build, w := verify.NewJob, client.Writer(s.r.Client)
+	if view, remote, err := s.clusterView(p, &l.Verification); remote {
+		if err != nil {
+			return false, err
+		}
+		if l.Verification.Job == nil {
+			return false, fmt.Errorf("verification %s names a cluster, which only job backends may", l.Verification.Name)
+		}
+		// On another cluster: created there, in its namespace, found there by the
+		// cluster's job cache.
+		build, w = verify.NewClusterJob, view.Client
+	}
 	if l.Verification.ProwJob != nil {
 		if !s.r.WatchProwJobs {
 			return false, fmt.Errorf("verification %s uses a ProwJob, but this cluster does not serve prow.k8s.io/v1 ProwJobs", l.Verification.Name)
@@ -160,12 +197,12 @@ func (s *streamSync) launch(ctx context.Context, p *v1alpha1.ReleasePayload, l v
 		}
 		return true, nil
 	}
-	job, err := verify.NewJob(p, l)
+	job, err := build(p, l)
 	if err != nil {
 		return false, err
 	}
 	jobcontract.WithRegistryAuth(&job.Spec.Template.Spec, s.r.RegistryAuthSecret)
-	if err := s.r.Create(ctx, job); err != nil {
+	if err := w.Create(ctx, job); err != nil {
 		return false, client.IgnoreAlreadyExists(err)
 	}
 	return true, nil

@@ -1,0 +1,352 @@
+package clusters
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/release-controller/release-controller/internal/jobcache"
+)
+
+// DefaultHealthInterval spaces the probes of a cluster in use that answers.
+const DefaultHealthInterval = 15 * time.Second
+
+// Jobs runs verification jobs on remote clusters. For each cluster that a verification names
+// (spec.verification[].cluster), and only while one does, it keeps a cluster.Cluster built from
+// the kubeconfig Secret (to create and delete Jobs there) and a jobcache.Cache of the
+// controller's Jobs in the namespaces used there, and probes the cluster: every HealthInterval
+// while it answers, with exponential backoff (1 s to a minute) while it does not. The cache
+// keeps what it last saw while its cluster is away, so nothing recorded is lost; each change of
+// reachability, and each cache's first sync, enqueues the objects that use the cluster.
+//
+// Users (the payload and stream controllers) declare what they use with Use; the clusters and
+// caches nobody uses stop.
+type Jobs struct {
+	// secretMeta reads Secrets' metadata (a metadata cache: a Secret's change is seen without
+	// reading it), secrets their data (the API server: Secrets are not cached).
+	secretMeta, secrets client.Reader
+	selector            labels.Selector
+	newCluster          func(*rest.Config) (cluster.Cluster, error)
+	probe               func(context.Context, *rest.Config) error
+	backoff             workqueue.TypedRateLimiter[Key]
+	// HealthInterval spaces the probes of a cluster that answers; set it before Start.
+	HealthInterval time.Duration
+
+	// started is closed once Start has run: the controllers, started beside it, wait for it.
+	started chan struct{}
+
+	mu       sync.Mutex
+	ctx      context.Context // the manager's, once started
+	clusters map[Key]*jobsCluster
+	// uses: user → cluster → namespaces there.
+	uses map[user]map[Key][]string
+	// kinds: a kind of user → what to call when one of its objects should be reconciled.
+	kinds map[string]func(types.NamespacedName)
+	// sources are the controllers' job-record handlers, added to every cache.
+	sources []recordHandler
+}
+
+type user struct {
+	kind string
+	types.NamespacedName
+}
+
+type recordHandler struct {
+	changed func(*jobcache.Record, workqueue.TypedRateLimitingInterface[reconcile.Request])
+	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
+}
+
+type jobsCluster struct {
+	key           Key
+	config        *rest.Config
+	cluster       cluster.Cluster
+	secretVersion string
+	ctx           context.Context // ends when the cluster stops
+	cancel        context.CancelFunc
+	// namespaces the cache watches; cache and stopCache are nil until it is built.
+	namespaces []string
+	cache      *jobcache.Cache
+	stopCache  context.CancelFunc
+	// problem is why the cluster cannot be used now (empty: fine).
+	problem string
+}
+
+// NewJobs returns a jobs manager; selector selects the controller's jobs (the contract labels).
+func NewJobs(secretMeta, secrets client.Reader, selector labels.Selector) *Jobs {
+	return &Jobs{
+		secretMeta: secretMeta, secrets: secrets, selector: selector,
+		newCluster:     New,
+		probe:          Probe,
+		backoff:        workqueue.NewTypedItemExponentialFailureRateLimiter[Key](time.Second, time.Minute),
+		HealthInterval: DefaultHealthInterval,
+		started:        make(chan struct{}),
+		clusters:       map[Key]*jobsCluster{},
+		uses:           map[user]map[Key][]string{},
+		kinds:          map[string]func(types.NamespacedName){},
+	}
+}
+
+// Start runs until ctx ends, then stops every cluster. It is a manager Runnable (leader only,
+// as the controllers that use it).
+func (j *Jobs) Start(ctx context.Context) error {
+	j.mu.Lock()
+	j.ctx = ctx
+	j.mu.Unlock()
+	close(j.started)
+	<-ctx.Done()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for k, e := range j.clusters {
+		e.stop()
+		delete(j.clusters, k)
+	}
+	return nil
+}
+
+// Source is a controller source for the users of kind (e.g. "payload"): it calls changed with
+// every job record of every remote cache, now and later, as jobcache.Cache.Source does for one
+// cache, and enqueues kind's objects that use a cluster whose reachability changes or whose
+// jobs are first listed. It waits for no sync: a remote cache syncs when its cluster answers,
+// and a View says whether it has.
+func (j *Jobs) Source(kind string, changed func(*jobcache.Record, workqueue.TypedRateLimitingInterface[reconcile.Request])) source.Source {
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		j.kinds[kind] = func(obj types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: obj}) }
+		h := recordHandler{changed: changed, queue: q}
+		j.sources = append(j.sources, h)
+		for _, e := range j.clusters {
+			if e.cache != nil {
+				if err := e.cache.Source(h.changed).Start(ctx, q); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// View is what a reconcile needs of one remote cluster.
+type View struct {
+	// Problem says why the cluster's jobs cannot be read or written now ("" when they can);
+	// Invalid says the Secret itself gives no cluster (rather than a cluster that does not
+	// answer).
+	Problem string
+	Invalid bool
+	// Client writes to the cluster; Jobs holds the controller's jobs there. Both are nil while
+	// Problem is set.
+	Client client.Client
+	Jobs   *jobcache.Cache
+}
+
+// Synced reports whether the cluster's jobs have been listed: until then nothing is known of
+// them, and a missing job is not a lost one.
+func (v View) Synced() bool {
+	return v.Problem == "" && v.Jobs != nil && v.Jobs.HasSynced()
+}
+
+// Use records that the object obj of kind uses the clusters of want, each in the namespaces
+// given there (nil or empty want: none), starts what is missing, stops what nobody uses any
+// more, and returns a view of each cluster of want.
+func (j *Jobs) Use(ctx context.Context, kind string, obj types.NamespacedName, want map[Key][]string) (map[Key]View, error) {
+	select {
+	case <-j.started:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the job clusters manager to start: %w", context.Cause(ctx))
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	u := user{kind: kind, NamespacedName: obj}
+	if len(want) == 0 {
+		if _, ok := j.uses[u]; !ok {
+			return nil, nil
+		}
+		delete(j.uses, u)
+	} else {
+		j.uses[u] = want
+	}
+	used := j.used()
+	views := make(map[Key]View, len(want))
+	for key := range want {
+		views[key] = j.ensure(ctx, key, used[key])
+	}
+	for key, e := range j.clusters {
+		if _, ok := used[key]; !ok {
+			e.stop()
+			delete(j.clusters, key)
+			j.backoff.Forget(key)
+			ctrl.LoggerFrom(ctx).Info("stopped watching the jobs of cluster", "cluster", key.String())
+		}
+	}
+	return views, nil
+}
+
+// used is every cluster in use with the namespaces used there, sorted; j.mu is held.
+func (j *Jobs) used() map[Key][]string {
+	used := map[Key][]string{}
+	for _, clusters := range j.uses {
+		for key, namespaces := range clusters {
+			used[key] = append(used[key], namespaces...)
+		}
+	}
+	for key, namespaces := range used {
+		slices.Sort(namespaces)
+		used[key] = slices.Compact(namespaces)
+	}
+	return used
+}
+
+// ensure returns the view of key, building its cluster from the Secret when there is none or
+// the Secret changed, and its cache when there is none or it watches other namespaces; j.mu
+// is held.
+func (j *Jobs) ensure(ctx context.Context, key Key, namespaces []string) View {
+	e, err := j.ensureCluster(ctx, key)
+	if err != nil {
+		return View{Problem: err.Error(), Invalid: true}
+	}
+	if e.problem != "" {
+		return View{Problem: e.problem}
+	}
+	if e.cache == nil || !slices.Equal(e.namespaces, namespaces) {
+		if err := j.startCache(ctx, e, namespaces); err != nil {
+			// The cluster went away since its last probe: the next reconcile tries again.
+			return View{Problem: err.Error()}
+		}
+	}
+	return View{Client: e.cluster.GetClient(), Jobs: e.cache}
+}
+
+func (j *Jobs) ensureCluster(ctx context.Context, key Key) (*jobsCluster, error) {
+	e := j.clusters[key]
+	seen, err := SecretVersion(ctx, j.secretMeta, key)
+	if err == nil && e != nil && e.secretVersion == seen {
+		return e, nil
+	}
+	if e != nil {
+		// Rebuilt below, or gone: the old cluster stops, its cache with it.
+		e.stop()
+		delete(j.clusters, key)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg, version, err := RESTConfig(ctx, j.secrets, key)
+	if err != nil {
+		return nil, err
+	}
+	cl, clusterCtx, cancel, err := Run(ctx, j.ctx, key, cfg, j.newCluster)
+	if err != nil {
+		return nil, err
+	}
+	e = &jobsCluster{key: key, config: cfg, cluster: cl, secretVersion: version, ctx: clusterCtx, cancel: cancel}
+	j.clusters[key] = e
+	go j.watchHealth(clusterCtx, e)
+	log := ctrl.LoggerFrom(ctx).WithValues("cluster", key.String())
+	log.Info("watching the jobs of cluster")
+	return e, nil
+}
+
+// startCache (re)builds e's job cache over namespaces and starts it; j.mu is held.
+func (j *Jobs) startCache(ctx context.Context, e *jobsCluster, namespaces []string) error {
+	if e.stopCache != nil {
+		e.stopCache()
+		e.cache, e.stopCache = nil, nil
+	}
+	c, err := jobcache.New(e.cluster, jobcache.Options{Namespaces: namespaces, Selector: j.selector})
+	if err != nil {
+		return fmt.Errorf("cluster %s: %w", e.key, err)
+	}
+	cacheCtx, stop := context.WithCancel(e.ctx)
+	for _, h := range j.sources {
+		if err := c.Source(h.changed).Start(cacheCtx, h.queue); err != nil {
+			stop()
+			return err
+		}
+	}
+	e.cache, e.stopCache, e.namespaces = c, stop, namespaces
+	go func() { _ = c.Start(cacheCtx) }()
+	go j.notifyWhenSynced(cacheCtx, e.key, c)
+	ctrl.LoggerFrom(ctx).Info("watching jobs", "cluster", e.key.String(), "namespaces", namespaces)
+	return nil
+}
+
+// notifyWhenSynced enqueues the users of the cluster once its cache has listed its jobs:
+// until then their reconciles wait, and nothing else would call them back.
+func (j *Jobs) notifyWhenSynced(ctx context.Context, key Key, c *jobcache.Cache) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.HasSynced) {
+		return
+	}
+	j.notify(key)
+}
+
+// notify enqueues every user of the cluster.
+func (j *Jobs) notify(key Key) {
+	j.mu.Lock()
+	type call struct {
+		enqueue func(types.NamespacedName)
+		obj     types.NamespacedName
+	}
+	var calls []call
+	for u, clusters := range j.uses {
+		if _, ok := clusters[key]; ok && j.kinds[u.kind] != nil {
+			calls = append(calls, call{j.kinds[u.kind], u.NamespacedName})
+		}
+	}
+	j.mu.Unlock()
+	for _, c := range calls {
+		c.enqueue(c.obj)
+	}
+}
+
+func (e *jobsCluster) stop() {
+	if e.stopCache != nil {
+		e.stopCache()
+	}
+	e.cancel()
+}
+
+// watchHealth probes e's cluster until its context ends (WatchHealth), and notifies its users
+// when its reachability changes.
+func (j *Jobs) watchHealth(ctx context.Context, e *jobsCluster) {
+	set := func(err error) bool {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		was := e.problem
+		if err != nil {
+			e.problem = fmt.Sprintf("cluster %s unreachable: %v", e.key, err)
+		} else {
+			e.problem = ""
+		}
+		return (was == "") != (e.problem == "")
+	}
+	WatchHealth(ctx, Health{Key: e.key, Config: e.config, Probe: j.probe, Backoff: j.backoff, Interval: j.HealthInterval}, set, func() { j.notify(e.key) })
+}
+
+// Running lists the clusters in use, for tests and metrics.
+func (j *Jobs) Running() []Key {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.SortedFunc(maps.Keys(j.clusters), func(a, b Key) int {
+		if a.String() < b.String() {
+			return -1
+		}
+		if a.String() > b.String() {
+			return 1
+		}
+		return 0
+	})
+}

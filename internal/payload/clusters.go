@@ -1,0 +1,151 @@
+package payload
+
+// Verifications that run on another cluster (spec.verification[].cluster): their jobs are read
+// from that cluster's job cache, and while it cannot be read their recorded runs stand.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/verify"
+)
+
+// ClusterUser is the kind under which the payload controller uses remote clusters.
+const ClusterUser = "payload"
+
+// ClusterState is how one verification's cluster can be read now.
+type ClusterState struct {
+	// Cluster names it (the kubeconfig Secret, namespace/name).
+	Cluster string
+	// Problem says why its jobs cannot be read ("" when they can); Invalid says the Secret
+	// gives no cluster, rather than a cluster that does not answer.
+	Problem string
+	Invalid bool
+}
+
+// observeClusters adds to obs the runs of the payload's verifications that run on other
+// clusters, and the state of each of those clusters. ready is false while a cluster that
+// answers has not listed its jobs yet: nothing is known of them, so the status must wait (the
+// clusters manager enqueues the payload once they are listed).
+func (r *Reconciler) observeClusters(ctx context.Context, p *v1alpha1.ReleasePayload, obs *Observations) (ready bool, err error) {
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	used := verify.Clusters(nil, p)
+	if r.Clusters == nil {
+		if len(used) > 0 {
+			return false, fmt.Errorf("verifications of %s name clusters, and this controller runs no clusters manager", key)
+		}
+		return true, nil
+	}
+	views, err := r.Clusters.Use(ctx, ClusterUser, key, used)
+	if err != nil {
+		return false, err
+	}
+	ready = true
+	for k, view := range views {
+		if view.Problem == "" && !view.Synced() {
+			ready = false
+		}
+		if !view.Synced() {
+			continue
+		}
+		records, err := view.Jobs.ByPayload(ctx, p.Namespace, p.Name)
+		if err != nil {
+			return false, fmt.Errorf("listing jobs on cluster %s: %w", k, err)
+		}
+		for _, rec := range records {
+			if run, ok := observedRun(rec); ok {
+				obs.Runs = append(obs.Runs, run)
+			}
+		}
+	}
+	for i := range p.Spec.PayloadVerificationConfig.Verifications {
+		v := &p.Spec.PayloadVerificationConfig.Verifications[i]
+		if k, ok := verify.ClusterOf(p, v); ok {
+			if obs.Clusters == nil {
+				obs.Clusters = map[string]ClusterState{}
+			}
+			obs.Clusters[v.Name] = ClusterState{Cluster: k.String(), Problem: views[k].Problem, Invalid: views[k].Invalid}
+		}
+	}
+	return ready, nil
+}
+
+// forgetClusters releases the clusters of a deleted payload.
+func (r *Reconciler) forgetClusters(ctx context.Context, key types.NamespacedName) error {
+	if r.Clusters == nil {
+		return nil
+	}
+	_, err := r.Clusters.Use(ctx, ClusterUser, key, nil)
+	return err
+}
+
+// unreadable are the verifications whose cluster cannot be read now, with why.
+func unreadable(states map[string]ClusterState) map[string]ClusterState {
+	out := map[string]ClusterState{}
+	for name, s := range states {
+		if s.Problem != "" {
+			out[name] = s
+		}
+	}
+	return out
+}
+
+// markUnreadable sets the state of each verification whose cluster cannot be read and that
+// has no result yet to Unknown, with the cluster's problem: its runs are kept as last seen
+// (not lost), nothing is launched for it, and it is read again once the cluster answers.
+func markUnreadable(verifications []v1alpha1.VerificationStatus, states map[string]ClusterState) {
+	for i := range verifications {
+		v := &verifications[i]
+		s, ok := states[v.Name]
+		if !ok || s.Problem == "" || v.State != v1alpha1.JobPending {
+			continue
+		}
+		v.State = v1alpha1.JobUnknown
+		v.Message = conditions.Truncate(s.Problem+"; its runs are kept as last seen and read again when the cluster answers", conditions.MaxErrorLength)
+	}
+}
+
+// ClusterCondition is the payload's ClusterUnreachable condition for the clusters its
+// verifications run on: True naming each cluster that cannot be read and its verifications,
+// else False naming the clusters; nil when no verification names a cluster.
+func ClusterCondition(states map[string]ClusterState) *metav1.Condition {
+	if len(states) == 0 {
+		return nil
+	}
+	byCluster := map[string][]string{}
+	problems := map[string]ClusterState{}
+	for name, s := range states {
+		byCluster[s.Cluster] = append(byCluster[s.Cluster], name)
+		if s.Problem != "" {
+			problems[s.Cluster] = s
+		}
+	}
+	names := slices.Sorted(maps.Keys(byCluster))
+	if len(problems) == 0 {
+		return &metav1.Condition{Type: v1alpha1.ConditionClusterUnreachable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonClustersReachable,
+			Message: "the verification clusters answer: " + strings.Join(names, ", ")}
+	}
+	reason := v1alpha1.ReasonClusterUnreachable
+	var parts []string
+	for _, c := range names {
+		s, ok := problems[c]
+		if !ok {
+			continue
+		}
+		if s.Invalid {
+			reason = v1alpha1.ReasonKubeconfigInvalid
+		}
+		verifications := byCluster[c]
+		slices.Sort(verifications)
+		parts = append(parts, fmt.Sprintf("%s (verifications %s)", s.Problem, strings.Join(verifications, ", ")))
+	}
+	return &metav1.Condition{Type: v1alpha1.ConditionClusterUnreachable, Status: metav1.ConditionTrue, Reason: reason, Message: strings.Join(parts, "; ")}
+}

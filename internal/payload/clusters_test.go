@@ -1,0 +1,126 @@
+package payload
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/devenv/jobstatus"
+)
+
+func TestClusterCondition(t *testing.T) {
+	tests := []struct {
+		name   string
+		states map[string]ClusterState
+		// want is nil for no condition, else its status, reason and words of its message.
+		want  *metav1.Condition
+		words []string
+	}{
+		{name: "no verification names a cluster"},
+		{
+			name:   "every cluster answers",
+			states: map[string]ClusterState{"e2e": {Cluster: "ns/farm"}, "upgrade": {Cluster: "ns/arm"}},
+			want:   &metav1.Condition{Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonClustersReachable},
+			words:  []string{"ns/arm, ns/farm"},
+		},
+		{
+			name: "one cluster does not answer",
+			states: map[string]ClusterState{
+				"e2e": {Cluster: "ns/farm", Problem: "cluster ns/farm unreachable: connection refused"}, "lint": {Cluster: "ns/farm", Problem: "cluster ns/farm unreachable: connection refused"},
+				"upgrade": {Cluster: "ns/arm"},
+			},
+			want:  &metav1.Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonClusterUnreachable},
+			words: []string{"cluster ns/farm unreachable: connection refused (verifications e2e, lint)"},
+		},
+		{
+			name: "a Secret that gives no cluster",
+			states: map[string]ClusterState{
+				"e2e": {Cluster: "ns/farm", Problem: "kubeconfig Secret ns/farm not found", Invalid: true},
+			},
+			want:  &metav1.Condition{Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonKubeconfigInvalid},
+			words: []string{"kubeconfig Secret ns/farm not found (verifications e2e)"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ClusterCondition(tt.states)
+			if tt.want == nil {
+				if got != nil {
+					t.Fatalf("got %+v, want no condition", got)
+				}
+				return
+			}
+			if got == nil || got.Type != v1alpha1.ConditionClusterUnreachable || got.Status != tt.want.Status || got.Reason != tt.want.Reason {
+				t.Fatalf("got %+v, want %s %s", got, tt.want.Status, tt.want.Reason)
+			}
+			for _, w := range tt.words {
+				if !strings.Contains(got.Message, w) {
+					t.Errorf("message %q lacks %q", got.Message, w)
+				}
+			}
+		})
+	}
+}
+
+// TestComputeStatusKeepsRunsOfAnUnreachableCluster: while a verification's cluster cannot be
+// read, its recorded runs stand (a running one is not lost), the verification says Unknown with
+// the cluster's problem, no verdict is reached on it and the payload says ClusterUnreachable;
+// once the cluster answers, the same run is read again.
+func TestComputeStatusKeepsRunsOfAnUnreachableCluster(t *testing.T) {
+	running := v1alpha1.JobRun{Kind: v1alpha1.RunKindJob, Namespace: "ns", Name: "e2e-1", Attempt: 1, State: v1alpha1.JobPending}
+	passed := v1alpha1.JobRun{Kind: v1alpha1.RunKindJob, Namespace: "ns", Name: "lint-1", Attempt: 1, State: v1alpha1.JobSuccess}
+	e2e := v1alpha1.Verification{Name: "e2e", Cluster: &v1alpha1.VerificationCluster{SecretRef: "farm"}}
+	lint := v1alpha1.Verification{Name: "lint", Cluster: &v1alpha1.VerificationCluster{SecretRef: "farm"}}
+	p := &v1alpha1.ReleasePayload{
+		Spec: v1alpha1.ReleasePayloadSpec{PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{Verifications: []v1alpha1.Verification{e2e, lint}}},
+		Status: v1alpha1.ReleasePayloadStatus{
+			PayloadImage: "registry.example.com/release@sha256:1",
+			Verifications: []v1alpha1.VerificationStatus{
+				{Name: "e2e", State: v1alpha1.JobPending, Runs: []v1alpha1.JobRun{running}},
+				{Name: "lint", State: v1alpha1.JobSuccess, Runs: []v1alpha1.JobRun{passed}},
+			},
+		},
+	}
+	now := metav1.NewTime(time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC))
+	build := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "build"}}
+	jobstatus.Succeeded(&build, now)
+	built := []batchv1.Job{build}
+	problem := "cluster ns/farm unreachable: connection refused"
+	away := map[string]ClusterState{"e2e": {Cluster: "ns/farm", Problem: problem}, "lint": {Cluster: "ns/farm", Problem: problem}}
+
+	status := ComputeStatus(p, Observations{CreationJobs: built, Clusters: away}, now)
+	if status.Phase != v1alpha1.PhaseReady {
+		t.Errorf("phase %s, want Ready", status.Phase)
+	}
+	e2eStatus, lintStatus := status.Verifications[0], status.Verifications[1]
+	if e2eStatus.State != v1alpha1.JobUnknown || !strings.HasPrefix(e2eStatus.Message, problem) {
+		t.Errorf("e2e: %s %q, want Unknown naming the cluster", e2eStatus.State, e2eStatus.Message)
+	}
+	if len(e2eStatus.Runs) != 1 || e2eStatus.Runs[0] != running {
+		t.Errorf("e2e runs %+v, want the running run kept", e2eStatus.Runs)
+	}
+	if lintStatus.State != v1alpha1.JobSuccess {
+		t.Errorf("lint: %s, want its Success kept", lintStatus.State)
+	}
+	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionClusterUnreachable); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("ClusterUnreachable = %+v, want True", c)
+	}
+
+	// Back: the run is observed again and decides.
+	p.Status = status
+	done := running
+	done.State = v1alpha1.JobSuccess
+	back := map[string]ClusterState{"e2e": {Cluster: "ns/farm"}, "lint": {Cluster: "ns/farm"}}
+	status = ComputeStatus(p, Observations{CreationJobs: built, Clusters: back, Runs: []ObservedRun{{Verification: "e2e", Run: done}}}, now)
+	if status.Phase != v1alpha1.PhaseAccepted || status.Verifications[0].State != v1alpha1.JobSuccess || len(status.Verifications[0].Runs) != 1 {
+		t.Errorf("after the cluster answers: phase %s, e2e %+v", status.Phase, status.Verifications[0])
+	}
+	if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionClusterUnreachable); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("ClusterUnreachable = %+v, want False", c)
+	}
+}
