@@ -319,14 +319,14 @@ func TestPromotionAcrossClusters(t *testing.T) {
 	_ = got
 
 	// The leaf stops: the pipeline says its cluster is unreachable, and nothing crashes.
-	g.Expect(leaf.ControlPlane.APIServer.Stop()).To(Succeed())
+	g.Expect(leaf.StopAPIServer()).To(Succeed())
 	waitPipeline(t, pk, "ClusterUnreachable", func(p *v1alpha1.Pipeline) bool {
 		return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionClusterUnreachable) &&
 			meta.IsStatusConditionFalse(p.Status.Conditions, v1alpha1.ConditionReady)
 	})
 	// Started again: it is watched as before; dev's 3 reaches it, and its rollout asks prod
 	// for approval.
-	g.Expect(leaf.ControlPlane.APIServer.Start()).To(Succeed())
+	g.Expect(leaf.StartAPIServer()).To(Succeed())
 	waitPipeline(t, pk, "leaf reachable again", func(p *v1alpha1.Pipeline) bool {
 		return meta.IsStatusConditionFalse(p.Status.Conditions, v1alpha1.ConditionClusterUnreachable)
 	})
