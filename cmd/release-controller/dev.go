@@ -88,10 +88,10 @@ func newDevBumpCommand() *cobra.Command {
 			case "":
 			case "e2e":
 				kind = demo.BreakE2E
-			case "arch":
-				kind = demo.WrongArch
+			case "platform":
+				kind = demo.MissingPlatform
 			default:
-				return fmt.Errorf("--break must be e2e or arch, not %q", breakage)
+				return fmt.Errorf("--break must be e2e or platform, not %q", breakage)
 			}
 			build, err := demo.Bump(cmd.Context(), demo.Options{Dir: dataDir, Registry: registryAddr, Namespace: devenv.DemoNamespace}, component, kind)
 			if err != nil {
@@ -102,7 +102,7 @@ func newDevBumpCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir, "data folder of the running environment")
-	cmd.Flags().StringVar(&breakage, "break", "", "make the build break something: e2e (the e2e check fails) or arch (built for the wrong platform: the payload build fails)")
+	cmd.Flags().StringVar(&breakage, "break", "", "make the build break something: e2e (the e2e check fails) or platform (built for one platform only: the stream refuses the component until its next build)")
 	return cmd
 }
 

@@ -1,7 +1,7 @@
 // Package soak runs `release-controller dev` — the environment `make run` starts — accelerated
 // for SOAK_DURATION (make soak: an hour; go test: two minutes): its build system publishes a
 // component build every 10 seconds, and at random moments the test publishes a broken one
-// (`dev bump --break e2e` or `--break arch`). Every 30 seconds it samples dev's resident memory
+// (`dev bump --break e2e` or `--break platform`). Every 30 seconds it samples dev's resident memory
 // and goroutines from its metrics endpoint. Then it restarts dev with the build system
 // quiet, waits until every payload has its verdict, and checks that the release log holds
 // every acceptance and rejection exactly once and that dev logged no error it should not.
@@ -107,7 +107,7 @@ func TestSoak(t *testing.T) {
 		}
 		// About one broken build a minute, between the build system's own.
 		if rng.IntN(6) == 0 {
-			breakage := []string{"e2e", "arch"}[rng.IntN(2)]
+			breakage := []string{"e2e", "platform"}[rng.IntN(2)]
 			if out, err := exec.Command(binary, "dev", "bump", "--data-dir", dataDir, "--break", breakage).CombinedOutput(); err != nil {
 				// dev may not have its registry up in the first seconds.
 				t.Logf("dev bump --break %s: %v: %s", breakage, err, out)

@@ -20,7 +20,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaseimage"
@@ -35,9 +38,10 @@ const (
 	// BreakE2E puts MarkerBreaksE2E in the commit message: the e2e check fails on any
 	// payload holding that revision, so the payload is rejected.
 	BreakE2E Breakage = "BreakE2E"
-	// WrongArch builds the image for linux/arm64 while the others are linux/amd64: the
-	// payload build refuses to mix platforms, so the payload fails.
-	WrongArch Breakage = "WrongArch"
+	// MissingPlatform builds the image for linux/amd64 only, while the stream is built for
+	// every one of Platforms: the stream refuses the component (its Imported condition names
+	// the missing platform) and creates no payload until a later build has every platform.
+	MissingPlatform Breakage = "MissingPlatform"
 )
 
 // MarkerBreaksE2E in a commit's first line makes the e2e check fail.
@@ -95,8 +99,8 @@ func Bump(ctx context.Context, opts Options, component string, breakage Breakage
 	if !slices.Contains(Components, component) {
 		return Build{}, fmt.Errorf("unknown demo component %q (known: %s)", component, strings.Join(Components, ", "))
 	}
-	if breakage != NoBreakage && breakage != BreakE2E && breakage != WrongArch {
-		return Build{}, fmt.Errorf("unknown breakage %q (known: %s, %s)", breakage, BreakE2E, WrongArch)
+	if breakage != NoBreakage && breakage != BreakE2E && breakage != MissingPlatform {
+		return Build{}, fmt.Errorf("unknown breakage %q (known: %s, %s)", breakage, BreakE2E, MissingPlatform)
 	}
 	var b Build
 	err := withLock(opts, func() error {
@@ -111,11 +115,11 @@ func Bump(ctx context.Context, opts Options, component string, breakage Breakage
 		if err != nil {
 			return fmt.Errorf("committing a build of %s: %w", component, err)
 		}
-		arch := "amd64"
-		if breakage == WrongArch {
-			arch = "arm64"
+		platforms := Platforms
+		if breakage == MissingPlatform {
+			platforms = Platforms[:1]
 		}
-		b, err = pushImage(ctx, opts, component, commit, arch)
+		b, err = pushImage(ctx, opts, component, commit, platforms)
 		return err
 	})
 	return b, err
@@ -170,7 +174,7 @@ func ensureComponent(ctx context.Context, opts Options, component string) error 
 		return err
 	}
 	// The image of a commit is deterministic, so a repush gives the digest it had before.
-	_, err = pushImage(ctx, opts, component, commit, "amd64")
+	_, err = pushImage(ctx, opts, component, commit, Platforms)
 	return err
 }
 
@@ -220,8 +224,8 @@ func commitBuild(repo *git.Repository, dir, component string, breakage Breakage)
 	case BreakE2E:
 		subject += " " + MarkerBreaksE2E
 		body += " It breaks the end-to-end tests on purpose."
-	case WrongArch:
-		body += " The build system built its image for linux/arm64 by mistake."
+	case MissingPlatform:
+		body += " The build system built its image for " + Platforms[0] + " only, by mistake."
 	}
 	if err := os.WriteFile(filepath.Join(dir, buildFile), []byte(strconv.Itoa(n)+"\n"), 0o644); err != nil {
 		return nil, err
@@ -267,21 +271,30 @@ func commitFiles(repo *git.Repository, files []string, message string) error {
 }
 
 // pushImage builds the image of commit for linux/arch and pushes it as the component's :latest.
-func pushImage(ctx context.Context, opts Options, component string, commit *object.Commit, arch string) (Build, error) {
+func pushImage(ctx context.Context, opts Options, component string, commit *object.Commit, platforms []string) (Build, error) {
 	subject, _, _ := strings.Cut(commit.Message, "\n")
 	b := Build{Component: component, Commit: commit.Hash.String(), Message: subject}
-	img, err := componentImage(opts, b, commit, arch)
-	if err != nil {
-		return Build{}, fmt.Errorf("building the image of %s: %w", component, err)
+	adds := make([]mutate.IndexAddendum, 0, len(platforms))
+	for _, platform := range platforms {
+		pl, err := releaseimage.ParsePlatform(platform)
+		if err != nil {
+			return Build{}, err
+		}
+		img, err := componentImage(opts, b, commit, pl.Architecture)
+		if err != nil {
+			return Build{}, fmt.Errorf("building the %s image of %s: %w", platform, component, err)
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &pl}})
 	}
+	index := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
 	ref, err := name.NewTag(opts.ComponentRepository(component) + ":latest")
 	if err != nil {
 		return Build{}, err
 	}
-	if err := remote.Write(ref, img, append(slices.Clone(opts.Remote), remote.WithContext(ctx))...); err != nil {
+	if err := remote.WriteIndex(ref, index, append(slices.Clone(opts.Remote), remote.WithContext(ctx))...); err != nil {
 		return Build{}, fmt.Errorf("pushing %s: %w", ref, err)
 	}
-	digest, err := img.Digest()
+	digest, err := index.Digest()
 	if err != nil {
 		return Build{}, err
 	}

@@ -10,7 +10,7 @@ import (
 
 // RunBuildSystem is the simulated build system: every interval, starting one interval from
 // now, it bumps a random component; about one build in five breaks e2e and one in ten has
-// the wrong architecture. It prints a line per build to log and returns when ctx is done.
+// one platform only. It prints a line per build to log and returns when ctx is done.
 // A non-positive interval builds nothing.
 func RunBuildSystem(ctx context.Context, opts Options, interval time.Duration, log io.Writer) {
 	if interval <= 0 {
@@ -42,14 +42,14 @@ func RunBuildSystem(ctx context.Context, opts Options, interval time.Duration, l
 }
 
 // pickBuild chooses the next build: a random component, breaking e2e 2 times in 10 and
-// built for the wrong architecture 1 time in 10.
+// built without one of its platforms 1 time in 10.
 func pickBuild(rng *rand.Rand) (string, Breakage) {
 	component := Components[rng.IntN(len(Components))]
 	switch roll := rng.IntN(10); {
 	case roll < 2:
 		return component, BreakE2E
 	case roll == 2:
-		return component, WrongArch
+		return component, MissingPlatform
 	default:
 		return component, NoBreakage
 	}
@@ -59,8 +59,8 @@ func describe(b Breakage) string {
 	switch b {
 	case BreakE2E:
 		return " (breaks e2e)"
-	case WrongArch:
-		return " (built for linux/arm64)"
+	case MissingPlatform:
+		return " (built for " + Platforms[0] + " only)"
 	}
 	return ""
 }

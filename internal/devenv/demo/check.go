@@ -88,7 +88,8 @@ func payload(ctx context.Context, env func(string) string, out io.Writer, remote
 	if image == "" {
 		return nil, fmt.Errorf("%s is not set: a check needs the payload image to test", v1alpha1.EnvReleaseImageLatest)
 	}
-	info, err := releaseimage.Info(ctx, image, remoteOpts...)
+	// A run for one platform reads that platform's image; others the first platform's.
+	info, err := releaseimage.PlatformInfo(ctx, image, env(v1alpha1.EnvReleasePlatform), remoteOpts...)
 	if err != nil {
 		return nil, err
 	}

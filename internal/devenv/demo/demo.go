@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -38,6 +39,9 @@ const DefaultNamespace = "demo"
 
 // StreamName is the name of the demo's ReleaseStream.
 const StreamName = "nightly"
+
+// Platforms are what every demo build and payload is built for.
+var Platforms = []string{"linux/amd64", "linux/arm64"}
 
 // TagPrefix starts the demo stream's release tags.
 const TagPrefix = "1.0.0-0.nightly"
@@ -144,6 +148,7 @@ func Stream(opts Options) *v1alpha1.ReleaseStream {
 		Spec: v1alpha1.ReleaseStreamSpec{
 			TagPrefix:           TagPrefix,
 			PayloadRepository:   opts.PayloadRepository(),
+			Platforms:           slices.Clone(Platforms),
 			MaxUnreadyReleases:  2,
 			MinCreationInterval: &metav1.Duration{Duration: 20 * time.Second},
 			PublishTags:         []string{"latest", "1.0"},
@@ -152,7 +157,8 @@ func Stream(opts Options) *v1alpha1.ReleaseStream {
 				CompletedJobTTL: &metav1.Duration{Duration: time.Hour},
 			},
 			Verification: []v1alpha1.Verification{
-				{Name: "e2e", Type: v1alpha1.Blocking, MaxRetries: 1, Job: checkJob(CheckE2E, opts.checkImage())},
+				// Once per platform: e2e-amd64 and e2e-arm64.
+				{Name: "e2e", Type: v1alpha1.Blocking, MaxRetries: 1, Platforms: slices.Clone(Platforms), Job: checkJob(CheckE2E, opts.checkImage())},
 				{Name: "integration", Type: v1alpha1.Blocking, MaxRetries: 2, Job: checkJob(CheckFlaky, opts.checkImage())},
 				{Name: "upgrade", Type: v1alpha1.Blocking, UpgradeFrom: v1alpha1.UpgradeFromPrevious, Job: checkJob(CheckUpgrade, opts.checkImage())},
 				{Name: "conformance", Type: v1alpha1.Informing, Aggregation: &v1alpha1.Aggregation{Runs: 3, PassRatio: 0.6}, Job: checkJob(CheckConformance, opts.checkImage())},

@@ -21,6 +21,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/registryclient"
+	"github.com/release-controller/release-controller/internal/releaseimage"
 )
 
 // snapshot is what Setup makes: the repositories' heads, the images and the objects' versions.
@@ -73,6 +74,7 @@ func TestSetupIsIdempotent(t *testing.T) {
 	g.Expect(stream.Spec.MinCreationInterval.Duration).To(Equal(20 * time.Second))
 	g.Expect(stream.Spec.Retention.KeepAccepted).To(BeEquivalentTo(10))
 	g.Expect(stream.Spec.Retention.CompletedJobTTL.Duration).To(Equal(time.Hour))
+	g.Expect(stream.Spec.Platforms).To(Equal([]string{"linux/amd64", "linux/arm64"}))
 	kinds := map[string]string{}
 	for _, v := range stream.Spec.Verification {
 		spec := v.Job.Template.Spec
@@ -112,6 +114,24 @@ func TestSetupIsIdempotent(t *testing.T) {
 }
 
 // versionFile reads /app/<component>/VERSION from the image.
+// platformsOf lists the platforms of the image index ref.
+func platformsOf(t *testing.T, ref string) []string {
+	t.Helper()
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc, err := remote.Get(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	images, err := releaseimage.ImagesByPlatform(desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return releaseimage.PlatformNames(images)
+}
+
 func versionFile(t *testing.T, ref, component string) string {
 	t.Helper()
 	r, err := name.ParseReference(ref)
@@ -178,13 +198,15 @@ func TestBump(t *testing.T) {
 	g.Expect(broken.Message).To(HaveSuffix(MarkerBreaksE2E))
 	g.Expect(configOf(t, broken.Image).Config.Labels).To(HaveKeyWithValue(LabelMessage, broken.Message))
 
-	wrong, err := Bump(context.Background(), opts, "worker", WrongArch)
+	// Every build is an index of the demo's platforms; a MissingPlatform build lacks one.
+	g.Expect(platformsOf(t, b.Image)).To(Equal(Platforms))
+	wrong, err := Bump(context.Background(), opts, "worker", MissingPlatform)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(configOf(t, wrong.Image).Architecture).To(Equal("arm64"))
+	g.Expect(platformsOf(t, wrong.Image)).To(Equal([]string{"linux/amd64"}))
 	// The next ordinary build repairs it.
 	repaired, err := Bump(context.Background(), opts, "worker", NoBreakage)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(configOf(t, repaired.Image).Architecture).To(Equal("amd64"))
+	g.Expect(platformsOf(t, repaired.Image)).To(Equal(Platforms))
 
 	_, err = Bump(context.Background(), opts, "database", NoBreakage)
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown demo component "database"`)))
@@ -233,7 +255,7 @@ func TestPickBuild(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(components).To(HaveLen(len(Components)))
 	g.Expect(counts[BreakE2E]).To(BeNumerically("~", 200, 40))
-	g.Expect(counts[WrongArch]).To(BeNumerically("~", 100, 30))
+	g.Expect(counts[MissingPlatform]).To(BeNumerically("~", 100, 30))
 	g.Expect(counts[NoBreakage]).To(BeNumerically("~", 700, 50))
 }
 
