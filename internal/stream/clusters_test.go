@@ -18,8 +18,9 @@ import (
 
 // farmStream makes, in a namespace of its own, a stream whose blocking verification e2e runs
 // on the leaf (the build farm, through the kubeconfig Secret "farm"), and builds its first
-// payload. The Jobs go to the leaf's namespace of the same name.
-func farmStream(t *testing.T, maxRetries int32) (ns string, p v1alpha1.ReleasePayload) {
+// payload. The Jobs go to the leaf's namespace of the same name. mutate, when set, changes the
+// stream before it is created.
+func farmStream(t *testing.T, maxRetries int32, mutate func(*v1alpha1.ReleaseStream)) (ns string, p v1alpha1.ReleasePayload) {
 	t.Helper()
 	ctx := context.Background()
 	ns = env.Namespace(t)
@@ -35,6 +36,9 @@ func farmStream(t *testing.T, maxRetries int32) (ns string, p v1alpha1.ReleasePa
 		e2e.MaxRetries = maxRetries
 		e2e.Cluster = &v1alpha1.VerificationCluster{SecretRef: "farm"}
 		s.Spec.Verification = []v1alpha1.Verification{e2e}
+		if mutate != nil {
+			mutate(s)
+		}
 	}, "api")
 	p = waitPayloads(t, ns, 1)[0]
 	build(t, &p)
@@ -64,7 +68,7 @@ func leafRuns(g Gomega, ns, tag string) int {
 // its Job there, with the contract's labels and environment and no owner (the payload is not
 // on that cluster); its success there accepts the payload, and nothing of it runs locally.
 func TestVerificationOnAnotherClusterAccepts(t *testing.T) {
-	ns, p := farmStream(t, 0)
+	ns, p := farmStream(t, 0, nil)
 	g := NewWithT(t)
 	name := jobcontract.RunName(p.Name, "e2e", 1)
 	job := waitLeafJob(t, ns, name)
@@ -88,16 +92,24 @@ func TestVerificationOnAnotherClusterAccepts(t *testing.T) {
 	g.Expect(leafRuns(g, ns, p.Name)).To(Equal(1))
 }
 
-// TestVerificationOnAnotherClusterRejects: a failed run there rejects the payload.
+// TestVerificationOnAnotherClusterRejects: a failed run there rejects the payload, and
+// retention deletes the finished Job there once the payload recorded it.
 func TestVerificationOnAnotherClusterRejects(t *testing.T) {
-	ns, p := farmStream(t, 0)
+	ns, p := farmStream(t, 0, func(s *v1alpha1.ReleaseStream) {
+		s.Spec.Retention.CompletedJobTTL = &metav1.Duration{}
+	})
 	finishOn(t, leaf.Client, waitLeafJob(t, ns, jobcontract.RunName(p.Name, "e2e", 1)), false)
 	waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
 		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseRejected))
 		g.Expect(p.Status.Verifications).To(ConsistOf(HaveField("State", v1alpha1.JobFailure)))
 	})
-	g := NewWithT(t)
-	g.Expect(leafRuns(g, ns, p.Name)).To(Equal(1))
+	NewWithT(t).Eventually(func(g Gomega) {
+		g.Expect(leafRuns(g, ns, p.Name)).To(BeZero())
+	}).WithTimeout(waitTimeout).Should(Succeed())
+	waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseRejected))
+		g.Expect(p.Status.Verifications).To(ConsistOf(HaveField("Runs", ConsistOf(HaveField("State", v1alpha1.JobFailure)))))
+	})
 }
 
 // TestVerificationClusterUnreachable: the build farm's API server stops while its run is
@@ -106,7 +118,7 @@ func TestVerificationOnAnotherClusterRejects(t *testing.T) {
 // cluster is back the same Job is read again, nothing is created twice, and its success
 // accepts the payload.
 func TestVerificationClusterUnreachable(t *testing.T) {
-	ns, p := farmStream(t, 2)
+	ns, p := farmStream(t, 2, nil)
 	g := NewWithT(t)
 	name := jobcontract.RunName(p.Name, "e2e", 1)
 	job := waitLeafJob(t, ns, name)
