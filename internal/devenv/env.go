@@ -290,7 +290,7 @@ A token for other clients: %s
 	if opts.Demo {
 		fmt.Fprintf(out, `
 The demo's build system publishes a component build every %s; publish one now with:
-  release-controller dev bump --data-dir %s [COMPONENT] [--break e2e|arch]
+  release-controller dev bump --data-dir %s [COMPONENT] [--break e2e|platform]
 
 The pipeline %s/%s promotes every accepted payload into dev, then staging, then prod, which
 waits for approval (%s get pipeline -n %s %s). Approve it with:
