@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"html/template"
+	"strings"
 	"time"
 
 	"github.com/release-controller/release-controller/internal/releaselog"
@@ -23,6 +24,8 @@ type dayView struct {
 	Summary string
 	Nav     fragment
 	Entries fragment
+	// Counts is the chart and table of entries per day.
+	Counts fragment
 }
 
 // fragment is a rendered part of the page. Version identifies its content: the script swaps
@@ -35,6 +38,18 @@ type fragment struct {
 // navData is what the nav template renders.
 type navData struct {
 	Day, Previous, Next, Latest string
+	// The links to those days, which keep the filter.
+	PreviousLink, NextLink, LatestLink string
+}
+
+// countsData is what the counts template renders.
+type countsData struct {
+	Chart chart
+	Days  []dayCount
+	// Day is the day shown, marked in the table.
+	Day string
+	// Any is whether a day counts an entry; Filtered whether a filter applies.
+	Any, Filtered bool
 }
 
 // entriesData is what the entries template renders.
@@ -62,18 +77,27 @@ type row struct {
 	Origin         string
 }
 
-// dayView reads day from the store and renders its parts.
-func (p *pages) dayView(day string) (dayView, error) {
+// dayView reads day from the store and renders its parts with the entries that pass f, and
+// the counts per day from first to last.
+func (p *pages) dayView(day string, f logFilter, first, last string) (dayView, error) {
 	start, err := releaselog.ParseDay(day)
 	if err != nil {
 		return dayView{}, err
 	}
 	previous, next := p.store.Adjacent(day)
 	latest, _ := p.store.Latest()
-	entries := p.store.Entries(day)
+	all := p.store.Entries(day)
+	entries := make([]releaselog.Entry, 0, len(all))
+	for _, e := range all {
+		if f.matches(e) {
+			entries = append(entries, e)
+		}
+	}
 
 	summary := plural(len(entries), "release")
 	switch {
+	case f.Active() && len(all) > 0:
+		summary = fmt.Sprintf("%d of %s match the filter.", len(entries), plural(len(all), "release"))
 	case len(entries) > 0:
 	case latest == "":
 		summary = EmptyLog
@@ -103,10 +127,20 @@ func (p *pages) dayView(day string) (dayView, error) {
 	}
 
 	v := dayView{Day: day, Label: label, Summary: summary}
-	if v.Nav, err = part("day-nav", navData{Day: day, Previous: previous, Next: next, Latest: latest}); err != nil {
+	if v.Nav, err = part("day-nav", navData{Day: day, Previous: previous, Next: next, Latest: latest,
+		PreviousLink: ReleasesPath + "?day=" + previous + f.query(), NextLink: ReleasesPath + "?day=" + next + f.query(),
+		LatestLink: ReleasesPath + strings.Replace(f.query(), "&", "?", 1)}); err != nil {
 		return dayView{}, err
 	}
 	if v.Entries, err = part("day-entries", entriesData{Label: label, Summary: summary, Rows: rows}); err != nil {
+		return dayView{}, err
+	}
+	counts := dayCounts(p.store, f, first, last)
+	cd := countsData{Chart: countChart(counts, f), Days: counts, Day: day, Filtered: f.Active()}
+	for _, c := range counts {
+		cd.Any = cd.Any || c.Count > 0
+	}
+	if v.Counts, err = part("day-counts", cd); err != nil {
 		return dayView{}, err
 	}
 	return v, nil

@@ -15,8 +15,8 @@ const keepAlive = 25 * time.Second
 // reconnectMillis tells the browser how long to wait before it reconnects a broken stream.
 const reconnectMillis = 3000
 
-// events streams a day's navigation and entries as the parts "day-nav" and "entries" of
-// PageUpdateEvent events: the current state at once, then again whenever the store changes in
+// events streams a day's navigation, entries and counts per day (with the page's filters) as
+// the parts "day-nav", "entries" and "day-counts" of PageUpdateEvent events: the current state at once, then again whenever the store changes in
 // a way that changes them (see serveLive). It returns when the request's context ends.
 func (p *pages) events(w http.ResponseWriter, r *http.Request) {
 	day := r.URL.Query().Get("day")
@@ -24,14 +24,21 @@ func (p *pages) events(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "day must be a day, YYYY-MM-DD: "+err.Error(), http.StatusBadRequest)
 		return
 	}
+	f, err := parseLogFilter(r.URL.Query())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	serveLive(w, r, p.store.Changed, func() ([]livePart, error) {
-		v, err := p.dayView(day)
+		first, last := p.pickerRange(p.opts.Clock.Now())
+		v, err := p.dayView(day, f, first, last)
 		if err != nil {
 			return nil, err
 		}
 		return []livePart{
 			{ID: "day-nav", HTML: string(v.Nav.HTML), Version: v.Nav.Version},
 			{ID: "entries", HTML: string(v.Entries.HTML), Version: v.Entries.Version, Announce: "Updated: " + v.Summary},
+			{ID: "day-counts", HTML: string(v.Counts.HTML), Version: v.Counts.Version},
 		}, nil
 	})
 }

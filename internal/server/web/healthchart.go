@@ -34,6 +34,8 @@ type chartBar struct {
 	X, Y, W, H int
 	Fill       string
 	Title      string
+	// Link, when set, is where the bar leads.
+	Link string
 }
 
 type chartLine struct {
@@ -85,13 +87,22 @@ func yOf(v, top float64) int {
 	return chartBottom - int(v/top*float64(chartBottom-chartTop)+0.5)
 }
 
-// xLabels labels at most chartXLabels days, evenly spread, as MM-DD.
+// xLabels labels the days of a health report (dayLabels).
 func xLabels(days []catalog.HealthDay) []chartTick {
+	names := make([]string, len(days))
+	for i, d := range days {
+		names[i] = d.Day
+	}
+	return dayLabels(names)
+}
+
+// dayLabels labels at most chartXLabels of the days (YYYY-MM-DD), evenly spread, as MM-DD.
+func dayLabels(days []string) []chartTick {
 	step := (len(days) + chartXLabels - 1) / chartXLabels
 	var out []chartTick
 	for i := 0; i < len(days); i += max(step, 1) {
 		left, w := slot(i, len(days))
-		out = append(out, chartTick{Pos: left + w/2, Label: days[i].Day[min(5, len(days[i].Day)):]}) // MM-DD of YYYY-MM-DD
+		out = append(out, chartTick{Pos: left + w/2, Label: days[i][min(5, len(days[i])):]})
 	}
 	return out
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // The pages' paths and query parameters are outside input: days, page numbers, phases,
-// tags, formats, the changelog's from and to, the health window. Whatever they hold, a page answers with a
+// tags, formats, the changelog's from and to, the health window, the release log's filters. Whatever they hold, a page answers with a
 // client error or a page, never a server error or a panic. (The event streams get a HEAD,
 // which answers and ends, or their error.)
 func FuzzPageQueries(f *testing.F) {
@@ -31,8 +31,8 @@ func FuzzPageQueries(f *testing.F) {
 	f.Fuzz(func(t *testing.T, day, stream, tag, page, phase, format, from, view string) {
 		streamPath := "/namespaces/demo/releasestream/" + url.PathEscape(stream)
 		for _, tc := range []struct{ method, target string }{
-			{"GET", web.ReleasesPath + "?" + url.Values{"day": {day}}.Encode()},
-			{"HEAD", web.EventsPath + "?" + url.Values{"day": {day}}.Encode()},
+			{"GET", web.ReleasesPath + "?" + url.Values{"day": {day}, "type": {phase}, "stream": {stream}, "q": {tag}}.Encode()},
+			{"HEAD", web.EventsPath + "?" + url.Values{"day": {day}, "type": {phase}, "stream": {stream}, "q": {tag}}.Encode()},
 			{"GET", streamPath + "?" + url.Values{"page": {page}, "phase": {phase}}.Encode()},
 			{"GET", streamPath + "/release/" + url.PathEscape(tag) + "?" + url.Values{"from": {from}}.Encode()},
 			{"GET", streamPath + "/graph?" + url.Values{"format": {format}}.Encode()},

@@ -127,6 +127,9 @@ type pageData struct {
 	// MinDay and MaxDay bound the date picker.
 	MinDay, MaxDay string
 	TTLDays        int
+	// Filter is the filter applied; Types and Streams are offered to pick from.
+	Filter         logFilter
+	Types, Streams []string
 }
 
 func (p *pages) releases(w http.ResponseWriter, r *http.Request) {
@@ -134,6 +137,14 @@ func (p *pages) releases(w http.ResponseWriter, r *http.Request) {
 	data := pageData{pageBase: pageBase{TypeColors: true}, TTLDays: int(p.opts.TTL / (24 * time.Hour))}
 	data.MinDay, data.MaxDay = p.pickerRange(now)
 
+	f, err := parseLogFilter(r.URL.Query())
+	if err != nil {
+		data.Title = "Bad filter"
+		data.Error = err.Error() + "."
+		renderPage(w, http.StatusBadRequest, "releases-error", data)
+		return
+	}
+	data.Filter = f
 	day := r.URL.Query().Get("day")
 	if day == "" {
 		// The latest day with entries; today when the log is empty, so the page can show
@@ -149,15 +160,34 @@ func (p *pages) releases(w http.ResponseWriter, r *http.Request) {
 		renderPage(w, http.StatusBadRequest, "releases-error", data)
 		return
 	}
-	view, err := p.dayView(day)
+	view, err := p.dayView(day, f, data.MinDay, data.MaxDay)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	data.Types, data.Streams = p.filterOptions()
 	data.Title = "Releases on " + day
-	data.Events = EventsPath + "?day=" + day
+	data.Events = EventsPath + "?day=" + day + f.query()
 	data.View = view
 	renderPage(w, http.StatusOK, "releases", data)
+}
+
+// filterOptions are the types and streams the filter form offers: the configured types and
+// those of the kept entries, and the streams their payload links name.
+func (p *pages) filterOptions() (types, streams []string) {
+	seenType, seenStream := map[string]bool{}, map[string]bool{}
+	for _, t := range p.opts.Types {
+		seenType[t.Name] = true
+	}
+	for _, day := range p.store.Days() {
+		for _, e := range p.store.Entries(day) {
+			seenType[e.Type] = true
+			if _, s, ok := streamOfLink(e.Link); ok {
+				seenStream[s] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(seenType)), slices.Sorted(maps.Keys(seenStream))
 }
 
 // pickerRange is the range of the date picker: from the oldest day the log keeps to today,

@@ -178,7 +178,7 @@ func TestReleasesPage(t *testing.T) {
 				`<a rel="next" href="/releases?day=2026-11-22">`,
 				`value="2026-11-21"`,
 			},
-			dontWant: []string{`<table`},
+			dontWant: []string{`<table class="releases"`},
 		},
 		{
 			name: "a day whose log holds no entries", query: "?day=2026-11-18", wantCode: 200,
@@ -187,7 +187,7 @@ func TestReleasesPage(t *testing.T) {
 				`<a rel="next" href="/releases?day=2026-11-20">`,
 				`<a href="/releases">Latest day <span class="day">2026-11-22</span></a>`,
 			},
-			dontWant: []string{`<table`, `rel="prev"`},
+			dontWant: []string{`<table class="releases"`, `rel="prev"`},
 		},
 		{
 			name: "a malformed day", query: "?day=22-11-2026", wantCode: 400,
@@ -379,8 +379,8 @@ func readEvent(t *testing.T, r *bufio.Reader) sseEvent {
 // dayEvent is an update of the Releases page: its parts by id; a part the update does not
 // carry (unchanged) is nil.
 type dayEvent struct {
-	Nav, Entries *livePart
-	Announce     string
+	Nav, Entries, Counts *livePart
+	Announce             string
 }
 
 type livePart struct {
@@ -407,6 +407,8 @@ func decode(t *testing.T, ev sseEvent) dayEvent {
 			d.Nav = p
 		case "entries":
 			d.Entries, d.Announce = p, p.Announce
+		case "day-counts":
+			d.Counts = p
 		default:
 			t.Errorf("unknown part %q", p.ID)
 		}
@@ -445,9 +447,13 @@ func TestEvents(t *testing.T) {
 		t.Errorf("the page's parts differ from the stream's:\npage %s\nevent %+v", page, first)
 	}
 
-	// A change to another day that does not change this day's navigation sends nothing; the
-	// next event is the one for the entry added to this day.
+	// A change to another day that does not change this day's navigation sends its count
+	// per day only; the next event is the one for the entry added to this day.
 	store.Set("2026-11-20", append(store.Entries("2026-11-20"), releaselog.Entry{Type: "hotfix", Version: "4.17.10", Origin: "cli", Date: at("2026-11-20T09:00:00Z")}))
+	other := decode(t, readEvent(t, stream))
+	if other.Nav != nil || other.Entries != nil || other.Counts == nil || !strings.Contains(other.Counts.HTML, `<a href="/releases?day=2026-11-20">2026-11-20</a></th><td>2</td>`) {
+		t.Fatalf("the event of another day's change: %+v", other)
+	}
 	store.Set("2026-11-22", append(slices.Clone(latestDay), releaselog.Entry{Type: "hotfix", Version: "4.18.1-hotfix", Origin: "cli", Date: at("2026-11-22T10:00:00Z")}))
 	second := decode(t, readEvent(t, stream))
 	if second.Entries == nil || second.Announce != "Updated: 4 releases" || !slices.Equal(versions(second.Entries.HTML), []string{"4.18.1", "4.18.1-hotfix", "4.18.0-rc.1", "4.18.2"}) {
