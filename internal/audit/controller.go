@@ -288,37 +288,59 @@ func recordedImage(p *v1alpha1.ReleasePayload) (name.Digest, bool) {
 
 // missing asks the registry for every component, a few at a time.
 func (r *Reconciler) missing(ctx context.Context, components []releaseimage.ComponentReference) (map[string]string, error) {
+	opts := r.Registry.Options(ctx)
+	named := make([]namedImage, len(components))
+	for i, c := range components {
+		named[i] = namedImage{c.Name, c.Image}
+	}
+	_, missing, err := readEach(named, func(ref name.Digest) (struct{}, error) {
+		_, err := remote.Head(ref, opts...)
+		return struct{}{}, err
+	})
+	return missing, err
+}
+
+// namedImage is an image by digest, under the name a check reports it by.
+type namedImage struct {
+	name, image string
+}
+
+// readEach reads every image, presenceWorkers at a time: what read returned by name, the
+// images that are not a pull spec by digest or that the registry does not have (with why),
+// and the first other failure.
+func readEach[T any](images []namedImage, read func(name.Digest) (T, error)) (map[string]T, map[string]string, error) {
 	var (
 		mu       sync.Mutex
+		found    = map[string]T{}
 		missing  = map[string]string{}
 		firstErr error
 		wg       sync.WaitGroup
 		slots    = make(chan struct{}, presenceWorkers)
 	)
-	opts := r.Registry.Options(ctx)
-	for _, c := range components {
-		ref, err := name.NewDigest(c.Image)
+	for _, im := range images {
+		ref, err := name.NewDigest(im.image)
 		if err != nil {
-			missing[c.Name] = "not a pull spec by digest"
+			missing[im.name] = "not a pull spec by digest"
 			continue
 		}
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			_, err := remote.Head(ref, opts...)
+			v, err := read(ref)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
 			case err == nil:
+				found[im.name] = v
 			case notFound(err):
-				missing[c.Name] = "not found"
+				missing[im.name] = "not found"
 			case firstErr == nil:
-				firstErr = fmt.Errorf("checking component %s: %w", c.Name, err)
+				firstErr = fmt.Errorf("reading component %s: %w", im.name, err)
 			}
 		})
 	}
 	wg.Wait()
-	return missing, firstErr
+	return found, missing, firstErr
 }
 
 func notFound(err error) bool {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
@@ -144,38 +143,14 @@ type componentImage struct {
 // componentPlatforms reads the platforms of every component image, a few at a time: by name,
 // what each provides, and the components the registry does not have.
 func (r *Reconciler) componentPlatforms(ctx context.Context, components []v1alpha1.PinnedComponent) (map[string]componentImage, map[string]string, error) {
-	var (
-		mu       sync.Mutex
-		found    = map[string]componentImage{}
-		missing  = map[string]string{}
-		firstErr error
-		wg       sync.WaitGroup
-		slots    = make(chan struct{}, presenceWorkers)
-	)
-	for _, c := range components {
-		ref, err := name.NewDigest(c.Image)
-		if err != nil {
-			missing[c.Name] = "not a pull spec by digest"
-			continue
-		}
-		wg.Go(func() {
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			images, err := r.Registry.Platforms(ctx, c.Image)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case err == nil:
-				found[c.Name] = componentImage{repository: ref.Context().String(), images: images}
-			case notFound(err):
-				missing[c.Name] = "not found"
-			case firstErr == nil:
-				firstErr = fmt.Errorf("reading component %s: %w", c.Name, err)
-			}
-		})
+	named := make([]namedImage, len(components))
+	for i, c := range components {
+		named[i] = namedImage{c.Name, c.Image}
 	}
-	wg.Wait()
-	return found, missing, firstErr
+	return readEach(named, func(ref name.Digest) (componentImage, error) {
+		images, err := r.Registry.Platforms(ctx, ref.String())
+		return componentImage{repository: ref.Context().String(), images: images}, err
+	})
 }
 
 // platformClaims are the claims of each platform's image of a payload built for platforms,

@@ -7,12 +7,6 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -20,45 +14,10 @@ import (
 	"github.com/release-controller/release-controller/internal/audit"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/releaseimage/releaseimagetest"
 	"github.com/release-controller/release-controller/internal/signing"
 	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
-
-// pushIndex pushes an OCI index of a random image per architecture as <repo>:latest and
-// returns it by digest.
-func pushIndex(t *testing.T, repo string, archs ...string) string {
-	t.Helper()
-	var adds []mutate.IndexAddendum
-	for _, arch := range archs {
-		img, err := random.Image(256, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		config, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		config = config.DeepCopy()
-		config.OS, config.Architecture = "linux", arch
-		if img, err = mutate.ConfigFile(img, config); err != nil {
-			t.Fatal(err)
-		}
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
-	}
-	index := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
-	tag, err := name.NewTag(reg.Addr() + "/" + repo + ":latest")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.WriteIndex(tag, index); err != nil {
-		t.Fatal(err)
-	}
-	d, err := index.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tag.Context().Digest(d.String()).String()
-}
 
 // platformPayload builds a payload for linux/amd64 and linux/arm64 of two index components
 // and creates it in ns, accepted, with the platform images the stream controller records.
@@ -71,7 +30,7 @@ func platformPayload(t *testing.T, ns string) *v1alpha1.ReleasePayload {
 	var components []releaseimage.Component
 	var pinned []v1alpha1.PinnedComponent
 	for _, c := range []string{"api", "web"} {
-		image := pushIndex(t, ns+"/"+c, "amd64", "arm64")
+		image := releaseimagetest.PushIndex(t, reg.Addr()+"/"+ns+"/"+c+":latest", nil, "amd64", "arm64")
 		components = append(components, releaseimage.Component{Name: c, Image: image})
 		pinned = append(pinned, v1alpha1.PinnedComponent{Name: c, Image: image})
 	}

@@ -182,7 +182,7 @@ func validate(opts BuildOptions) (name.Tag, error) {
 // buildIndex builds and pushes the image index of a payload for platforms: one payload image
 // per platform, each pinning the platform's image of every component.
 func buildIndex(ctx context.Context, opts BuildOptions, tagRef name.Tag, components []component, meta ReleaseMetadata, remoteOpts []remote.Option) (BuildResult, error) {
-	adds := make([]mutate.IndexAddendum, 0, len(opts.Platforms))
+	entries := make([]IndexEntry, 0, len(opts.Platforms))
 	platforms := make([]PlatformImage, 0, len(opts.Platforms))
 	for _, platform := range opts.Platforms {
 		pl, err := ParsePlatform(platform)
@@ -211,10 +211,10 @@ func buildIndex(ctx context.Context, opts BuildOptions, tagRef name.Tag, compone
 		if err != nil {
 			return BuildResult{}, err
 		}
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &pl}})
+		entries = append(entries, IndexEntry{Platform: pl, Image: img})
 		platforms = append(platforms, PlatformImage{Platform: platform, Digest: digest})
 	}
-	index := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+	index := NewPlatformIndex(entries...)
 	digest, err := index.Digest()
 	if err != nil {
 		return BuildResult{}, err

@@ -6,8 +6,27 @@ import (
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
+
+// IndexEntry is one image of an image index, with the platform the index says it is for.
+type IndexEntry struct {
+	Platform v1.Platform
+	Image    v1.Image
+}
+
+// NewPlatformIndex is an OCI image index of entries, in their order.
+func NewPlatformIndex(entries ...IndexEntry) v1.ImageIndex {
+	adds := make([]mutate.IndexAddendum, len(entries))
+	for i, e := range entries {
+		platform := e.Platform
+		adds[i] = mutate.IndexAddendum{Add: e.Image, Descriptor: v1.Descriptor{Platform: &platform}}
+	}
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+}
 
 // PlatformImage is one platform's image of a component or a payload.
 type PlatformImage struct {

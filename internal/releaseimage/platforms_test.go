@@ -6,58 +6,22 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/releaseimage/releaseimagetest"
 )
-
-// onArch is a labelled image of linux/arch.
-func onArch(t testing.TB, arch string, labels map[string]string) v1.Image {
-	t.Helper()
-	img := labelled(t, labels)
-	config, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	config = config.DeepCopy()
-	config.OS, config.Architecture = "linux", arch
-	if img, err = mutate.ConfigFile(img, config); err != nil {
-		t.Fatal(err)
-	}
-	return img
-}
-
-// multiArch is an OCI index of one labelled image per architecture, and their digests.
-func multiArch(t testing.TB, labels map[string]string, archs ...string) (v1.ImageIndex, map[string]string) {
-	t.Helper()
-	digests := map[string]string{}
-	var adds []mutate.IndexAddendum
-	for _, arch := range archs {
-		img := onArch(t, arch, labels)
-		d, err := img.Digest()
-		if err != nil {
-			t.Fatal(err)
-		}
-		digests["linux/"+arch] = d.String()
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
-	}
-	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...), digests
-}
 
 // TestBuildForPlatforms builds a payload for linux/amd64 and linux/arm64 from index
 // components: an OCI index of one payload image per platform, each pinning that platform's
 // component images; a component lacking a platform is named.
 func TestBuildForPlatforms(t *testing.T) {
 	ctx := context.Background()
-	apiIndex, apiDigests := multiArch(t, ocilabels("https://git.example.com/api", "1111"), "amd64", "arm64")
-	webIndex, webDigests := multiArch(t, ocilabels("https://git.example.com/web", "2222"), "amd64", "arm64", "s390x")
+	apiIndex, apiDigests := releaseimagetest.Index(t, ocilabels("https://git.example.com/api", "1111"), "amd64", "arm64")
+	webIndex, webDigests := releaseimagetest.Index(t, ocilabels("https://git.example.com/web", "2222"), "amd64", "arm64", "s390x")
 	api := push(t, "multi/api", apiIndex)
 	web := push(t, "multi/web", webIndex)
-	cli := push(t, "multi/cli", onArch(t, "amd64", nil))
+	cli := push(t, "multi/cli", releaseimagetest.Image(t, "amd64", nil))
 	repo := reg.Addr() + "/multi/release"
 	tag := "1.0.0-0.nightly-2026-11-26-100000"
 	platforms := []string{"linux/amd64", "linux/arm64"}

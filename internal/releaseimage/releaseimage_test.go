@@ -21,6 +21,7 @@ import (
 
 	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/releaseimage/releaseimagetest"
 )
 
 // reg is the embedded registry shared by the package's tests and benchmarks.
@@ -380,21 +381,8 @@ func TestInfoRejectsOtherImages(t *testing.T) {
 
 func TestBuildRefusesMixedPlatforms(t *testing.T) {
 	ctx := context.Background()
-	withPlatform := func(arch string) v1.Image {
-		img := labelled(t, nil)
-		config, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		config = config.DeepCopy()
-		config.OS, config.Architecture = "linux", arch
-		if img, err = mutate.ConfigFile(img, config); err != nil {
-			t.Fatal(err)
-		}
-		return img
-	}
-	amd := push(t, "platforms/api", withPlatform("amd64"))
-	arm := push(t, "platforms/web", withPlatform("arm64"))
+	amd := push(t, "platforms/api", releaseimagetest.Image(t, "amd64", nil))
+	arm := push(t, "platforms/web", releaseimagetest.Image(t, "arm64", nil))
 	_, err := releaseimage.Build(ctx, releaseimage.BuildOptions{
 		Tag: "1.0.0-2026-11-22-093000", Stream: "s", Repository: reg.Addr() + "/platforms/release",
 		Components: []releaseimage.Component{{Name: "api", Image: amd}, {Name: "web", Image: arm}},

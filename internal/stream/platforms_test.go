@@ -4,13 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,43 +12,8 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/releaseimage/releaseimagetest"
 )
-
-// pushIndex pushes an OCI index of a new random image per architecture (linux) to ref and
-// returns it by digest.
-func pushIndex(t testing.TB, ref string, archs ...string) string {
-	t.Helper()
-	var adds []mutate.IndexAddendum
-	for _, arch := range archs {
-		img, err := random.Image(256, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg = cfg.DeepCopy()
-		cfg.OS, cfg.Architecture = "linux", arch
-		if img, err = mutate.ConfigFile(img, cfg); err != nil {
-			t.Fatal(err)
-		}
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch}}})
-	}
-	index := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := remote.WriteIndex(r, index); err != nil {
-		t.Fatalf("pushing %s: %v", ref, err)
-	}
-	d, err := index.Digest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r.Context().Digest(d.String()).String()
-}
 
 // TestPlatformStream: a stream built for linux/amd64 and linux/arm64 names a component that
 // lacks arm64 and creates no payload until it has it; its payload pins the platforms, is
@@ -63,7 +21,7 @@ func pushIndex(t testing.TB, ref string, archs ...string) string {
 // per platform, on nodes of that architecture; the verdict needs both.
 func TestPlatformStream(t *testing.T) {
 	ns := env.Namespace(t)
-	pushIndex(t, repo(ns, "api")+":latest", "amd64", "arm64")
+	releaseimagetest.PushIndex(t, repo(ns, "api")+":latest", nil, "amd64", "arm64")
 	pushImage(t, repo(ns, "web")+":latest", nil) // one image, of no declared platform
 	e2e := jobVerification("e2e")
 	e2e.Platforms = []string{"linux/amd64", "linux/arm64"}
@@ -79,7 +37,7 @@ func TestPlatformStream(t *testing.T) {
 	})
 	NewWithT(t).Expect(payloads(NewWithT(t), ns)).To(BeEmpty())
 
-	pushIndex(t, repo(ns, "web")+":latest", "amd64", "arm64", "s390x")
+	releaseimagetest.PushIndex(t, repo(ns, "web")+":latest", nil, "amd64", "arm64", "s390x")
 	p := waitPayloads(t, ns, 1)[0]
 	g := NewWithT(t)
 	g.Expect(p.Spec.PayloadCreationConfig.Platforms).To(Equal([]string{"linux/amd64", "linux/arm64"}))

@@ -15,10 +15,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
@@ -213,7 +210,7 @@ func pushComponents(b *testing.B, registryAddr string, n int, platforms []string
 				return err
 			}
 		} else {
-			var adds []mutate.IndexAddendum
+			var entries []releaseimage.IndexEntry
 			for _, platform := range platforms {
 				pl, err := releaseimage.ParsePlatform(platform)
 				if err != nil {
@@ -223,9 +220,9 @@ func pushComponents(b *testing.B, registryAddr string, n int, platforms []string
 				if err != nil {
 					return err
 				}
-				adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &pl}})
+				entries = append(entries, releaseimage.IndexEntry{Platform: pl, Image: img})
 			}
-			index := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+			index := releaseimage.NewPlatformIndex(entries...)
 			if err := remote.WriteIndex(ref, index); err != nil {
 				return fmt.Errorf("pushing %s: %w", ref, err)
 			}

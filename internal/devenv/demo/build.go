@@ -20,10 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/empty"
-	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaseimage"
@@ -274,7 +271,7 @@ func commitFiles(repo *git.Repository, files []string, message string) error {
 func pushImage(ctx context.Context, opts Options, component string, commit *object.Commit, platforms []string) (Build, error) {
 	subject, _, _ := strings.Cut(commit.Message, "\n")
 	b := Build{Component: component, Commit: commit.Hash.String(), Message: subject}
-	adds := make([]mutate.IndexAddendum, 0, len(platforms))
+	entries := make([]releaseimage.IndexEntry, 0, len(platforms))
 	for _, platform := range platforms {
 		pl, err := releaseimage.ParsePlatform(platform)
 		if err != nil {
@@ -284,9 +281,9 @@ func pushImage(ctx context.Context, opts Options, component string, commit *obje
 		if err != nil {
 			return Build{}, fmt.Errorf("building the %s image of %s: %w", platform, component, err)
 		}
-		adds = append(adds, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: &pl}})
+		entries = append(entries, releaseimage.IndexEntry{Platform: pl, Image: img})
 	}
-	index := mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+	index := releaseimage.NewPlatformIndex(entries...)
 	ref, err := name.NewTag(opts.ComponentRepository(component) + ":latest")
 	if err != nil {
 		return Build{}, err
