@@ -16,7 +16,6 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/release-controller/release-controller/internal/devenv/registry"
@@ -46,24 +45,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// labelled returns a small random image whose configuration has the given labels.
+// labelled returns a small random image (of no platform) whose configuration has the given labels.
 func labelled(t testing.TB, labels map[string]string) v1.Image {
 	t.Helper()
-	img, err := random.Image(256, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	config, err := img.ConfigFile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	config = config.DeepCopy()
-	config.Config.Labels = labels
-	img, err = mutate.ConfigFile(img, config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return img
+	return releaseimagetest.Image(t, "", labels)
 }
 
 // push writes img to the registry as repo:latest and returns its pull spec by digest.
