@@ -223,8 +223,10 @@ func (j *Jobs) ensure(ctx context.Context, key Key, namespaces []string) View {
 	}
 	if e.cache == nil || !slices.Equal(e.namespaces, namespaces) {
 		if err := j.startCache(ctx, e, namespaces); err != nil {
-			// The cluster went away since its last probe: the next reconcile tries again.
-			return View{Problem: err.Error()}
+			// The cluster went away since its last probe (discovery failed): it counts as
+			// unreachable until a probe answers, which tells the users to try again.
+			e.problem = err.Error()
+			return View{Problem: e.problem}
 		}
 	}
 	return View{Client: e.cluster.GetClient(), Jobs: e.cache}
@@ -291,6 +293,12 @@ func (j *Jobs) notifyWhenSynced(ctx context.Context, key Key, c *jobcache.Cache)
 		return
 	}
 	j.notify(key)
+}
+
+// SecretChanged tells the users of the cluster whose kubeconfig Secret is namespace/name that
+// it changed (or appeared, or went): their next Use reads it again.
+func (j *Jobs) SecretChanged(namespace, name string) {
+	j.notify(Key{Namespace: namespace, Secret: name})
 }
 
 // notify enqueues every user of the cluster.

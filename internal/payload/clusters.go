@@ -12,6 +12,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
@@ -76,6 +78,15 @@ func (r *Reconciler) observeClusters(ctx context.Context, p *v1alpha1.ReleasePay
 		}
 	}
 	return ready, nil
+}
+
+// secretEvent brings the payloads (and streams) whose verification cluster's kubeconfig Secret
+// changed, appeared or went, through the clusters manager, which knows who uses it.
+func (r *Reconciler) secretEvent(_ context.Context, obj client.Object) []reconcile.Request {
+	if r.Clusters != nil {
+		r.Clusters.SecretChanged(obj.GetNamespace(), obj.GetName())
+	}
+	return nil
 }
 
 // forgetClusters releases the clusters of a deleted payload.

@@ -237,6 +237,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.ReleasePayload{}, r.payloadEvents(), builder.WithPredicates(ignoreStatusOnlyUpdates{})).
 		WatchesRawSource(r.Jobs.Source(r.recordEvent)).
 		WatchesRawSource(r.clusterSource()).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretEvent)).
 		Watches(&corev1.Pod{}, r.jobEvents()).
 		Complete(r)
 }
