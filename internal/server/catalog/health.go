@@ -179,7 +179,7 @@ func (s *Stream) Health(w HealthWindow) Health {
 	h.To = window[len(window)-1].Payload.CreationTimestamp.UTC()
 	h.Payloads = len(window)
 
-	var verdictTimes []float64
+	verdictTimes := make([]float64, 0, len(window))
 	var day *HealthDay
 	var dayTimes []float64
 	closeDay := func() {
@@ -252,7 +252,7 @@ func (w HealthWindow) withDefaults() HealthWindow {
 // window returns the payloads the window covers, oldest first (by creation, then tag).
 func (s *Stream) window(w HealthWindow) []Entry {
 	since := w.Now.Add(-time.Duration(w.Days) * 24 * time.Hour)
-	var out []Entry
+	out := make([]Entry, 0, len(s.Entries))
 	// Entries are newest first, and their tags usually go with their creation: taken
 	// from the end they are mostly in order already, which the sort then costs little.
 	for _, e := range slices.Backward(s.Entries) {
@@ -465,6 +465,24 @@ func (t *VerificationHealth) addBreak(prev, e Entry) {
 // ChangedComponents names the components whose image differs between two payloads, or that
 // only one of them has, sorted.
 func ChangedComponents(before, after []v1alpha1.PinnedComponent) []string {
+	// Payloads of a stream list their components in the same order: compare them pairwise
+	// then, without a map.
+	if len(before) == len(after) {
+		changed, same := []string{}, true
+		for i := range after {
+			if before[i].Name != after[i].Name {
+				same = false
+				break
+			}
+			if before[i].Image != after[i].Image {
+				changed = append(changed, after[i].Name)
+			}
+		}
+		if same {
+			slices.Sort(changed)
+			return changed
+		}
+	}
 	images := make(map[string]string, len(before))
 	for _, c := range before {
 		images[c.Name] = c.Image
@@ -515,11 +533,11 @@ func CompareHarm(a, b VerificationHealth) int {
 // until now.
 func longestDrought(window []Entry, now time.Time) *Drought {
 	cur := Drought{From: window[0].Payload.CreationTimestamp.UTC()}
-	var best *Drought
+	best, found := Drought{}, false
 	end := func(d Drought) {
 		d.Seconds = d.To.Sub(d.From).Seconds()
-		if best == nil || d.Seconds > best.Seconds {
-			best = &d
+		if !found || d.Seconds > best.Seconds {
+			best, found = d, true
 		}
 	}
 	for _, e := range window {
@@ -540,7 +558,7 @@ func longestDrought(window []Entry, now time.Time) *Drought {
 		cur.To = cur.From
 	}
 	end(cur)
-	return best
+	return &best
 }
 
 // rate is n of total as a share; 0 when total is 0.
