@@ -78,15 +78,15 @@ func (r *Reconciler) observePlatforms(ctx context.Context, p *v1alpha1.ReleasePa
 		obs.InfoError = fmt.Sprintf("the payload was built for platforms %s, but %s is one image, not an image index", strings.Join(p.Spec.PayloadCreationConfig.Platforms, ", "), recorded)
 		return obs, nil
 	}
-	images, err := releaseimage.ImagesByPlatform(desc)
-	if err != nil {
-		obs.InfoError = err.Error()
-		return obs, nil
-	}
 	index, err := desc.ImageIndex()
+	var images []releaseimage.PlatformImage
+	if err == nil {
+		images, err = releaseimage.ImagesByPlatform(desc)
+	}
 	if err != nil {
+		// The manifest is read already: what fails is the index itself, which the audit reports.
 		obs.InfoError = err.Error()
-		return obs, nil
+		return obs, nil //nolint:nilerr // an observation, not a failure to observe
 	}
 	componentImages, missing, err := r.componentPlatforms(ctx, p.Spec.Components)
 	if err != nil {

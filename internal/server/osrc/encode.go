@@ -160,8 +160,9 @@ func encodeGraph(dst []byte, streams []*catalog.Stream, edges [][2]int, node fun
 	for _, s := range streams {
 		for _, e := range s.Entries {
 			whole++
-			image, keep := "", true
+			var image string
 			if node != nil {
+				var keep bool
 				if image, keep = node(whole); !keep {
 					continue
 				}
