@@ -110,8 +110,9 @@ func unreadable(states map[string]ClusterState) map[string]ClusterState {
 }
 
 // markUnreadable sets the state of each verification whose cluster cannot be read and that
-// has no result yet to Unknown, with the cluster's problem: its runs are kept as last seen
-// (not lost), nothing is launched for it, and it is read again once the cluster answers.
+// has no result yet to Unknown, with the cluster's problem, which its unfinished runs say too:
+// they keep their last seen state (a run that is Unknown was lost, and would be run again),
+// nothing is launched for the verification, and it is read again once the cluster answers.
 func markUnreadable(verifications []v1alpha1.VerificationStatus, states map[string]ClusterState) {
 	for i := range verifications {
 		v := &verifications[i]
@@ -119,8 +120,14 @@ func markUnreadable(verifications []v1alpha1.VerificationStatus, states map[stri
 		if !ok || s.Problem == "" || v.State != v1alpha1.JobPending {
 			continue
 		}
+		problem := conditions.Truncate(s.Problem, conditions.MaxErrorLength)
 		v.State = v1alpha1.JobUnknown
-		v.Message = conditions.Truncate(s.Problem+"; its runs are kept as last seen and read again when the cluster answers", conditions.MaxErrorLength)
+		v.Message = problem + "; its runs are kept as last seen and read again when the cluster answers"
+		for j := range v.Runs {
+			if !v.Runs[j].State.IsTerminal() {
+				v.Runs[j].Message = problem
+			}
+		}
 	}
 }
 

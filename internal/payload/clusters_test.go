@@ -6,6 +6,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -101,8 +102,11 @@ func TestComputeStatusKeepsRunsOfAnUnreachableCluster(t *testing.T) {
 	if e2eStatus.State != v1alpha1.JobUnknown || !strings.HasPrefix(e2eStatus.Message, problem) {
 		t.Errorf("e2e: %s %q, want Unknown naming the cluster", e2eStatus.State, e2eStatus.Message)
 	}
-	if len(e2eStatus.Runs) != 1 || e2eStatus.Runs[0] != running {
-		t.Errorf("e2e runs %+v, want the running run kept", e2eStatus.Runs)
+	if len(e2eStatus.Runs) != 1 || e2eStatus.Runs[0].Name != running.Name || e2eStatus.Runs[0].State != v1alpha1.JobPending || e2eStatus.Runs[0].Message != problem {
+		t.Errorf("e2e runs %+v, want the running run kept, naming the cluster", e2eStatus.Runs)
+	}
+	if again := ComputeStatus(&v1alpha1.ReleasePayload{Spec: p.Spec, Status: status}, Observations{CreationJobs: built, Clusters: away}, now); !equality.Semantic.DeepEqual(again, status) {
+		t.Errorf("computed again while the cluster is away, the status changed:\n%+v\n%+v", status, again)
 	}
 	if lintStatus.State != v1alpha1.JobSuccess {
 		t.Errorf("lint: %s, want its Success kept", lintStatus.State)

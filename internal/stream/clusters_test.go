@@ -139,7 +139,8 @@ func TestVerificationClusterUnreachable(t *testing.T) {
 		g.Expect(p.Status.Verifications).To(ConsistOf(And(
 			HaveField("State", v1alpha1.JobUnknown),
 			HaveField("Message", ContainSubstring("cluster "+cluster+" unreachable")),
-			HaveField("Runs", ConsistOf(And(HaveField("Name", name), HaveField("State", v1alpha1.JobPending)))))))
+			HaveField("Runs", ConsistOf(And(HaveField("Name", name), HaveField("State", v1alpha1.JobPending),
+				HaveField("Message", ContainSubstring("cluster "+cluster+" unreachable"))))))))
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionClusterUnreachable)
 		g.Expect(c).NotTo(BeNil())
 		g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
