@@ -3,21 +3,16 @@ package monitoring
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
-	"github.com/prometheus/prometheus/promql/parser"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/common/util"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
@@ -39,60 +34,40 @@ import (
 	_ "github.com/release-controller/release-controller/internal/stream"
 )
 
-var (
-	root          = filepath.Join("..", "..")
-	componentDir  = filepath.Join(root, "config", "components", "alerts")
-	chartDir      = filepath.Join(root, "charts", "release-controller")
-	chartRules    = filepath.Join(chartDir, "files", "rules.yaml")
-	chartBoard    = filepath.Join(chartDir, "files", "dashboard.json")
-	componentRule = filepath.Join(componentDir, "prometheusrule.yaml")
-	componentBoard = filepath.Join(componentDir, "dashboard.json")
-)
+var root = filepath.Join("..", "..")
 
 func read(t *testing.T, path string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	data, err := os.ReadFile(filepath.Join(root, path))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return data
 }
 
-// groupsOf reads the rule groups of a PrometheusRule manifest, as a rule file.
-func groupsOf(t *testing.T, manifest []byte) []byte {
+func parse(t *testing.T, name string, data []byte) *rulefmt.RuleGroups {
 	t.Helper()
-	var obj struct {
-		Spec json.RawMessage `json:"spec"`
-	}
-	if err := yaml.Unmarshal(manifest, &obj); err != nil {
-		t.Fatal(err)
-	}
-	out, err := yaml.JSONToYAML(obj.Spec)
+	groups, err := ParseRules(data)
 	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// parseRules validates a rule file as Prometheus loads one (promtool check rules): its
-// structure, every expression, and the templates of labels and annotations.
-func parseRules(t *testing.T, name string, data []byte) *rulefmt.RuleGroups {
-	t.Helper()
-	groups, errs := rulefmt.Parse(data, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
-	for _, err := range errs {
-		t.Errorf("%s: %v", name, err)
-	}
-	if groups == nil || len(groups.Groups) == 0 {
-		t.Fatalf("%s: no rule groups", name)
+		t.Fatalf("%s: %v", name, err)
 	}
 	return groups
 }
 
+func groupsOf(t *testing.T, manifest []byte) []byte {
+	t.Helper()
+	data, err := GroupsOf(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
 func TestRulesAreValid(t *testing.T) {
-	chart := parseRules(t, chartRules, read(t, chartRules))
-	component := parseRules(t, componentRule, groupsOf(t, read(t, componentRule)))
+	chart := parse(t, ChartRules, read(t, ChartRules))
+	component := parse(t, ComponentRule, groupsOf(t, read(t, ComponentRule)))
 	if !reflect.DeepEqual(chart.Groups, component.Groups) {
-		t.Errorf("%s and the groups of %s differ", chartRules, componentRule)
+		t.Errorf("%s and the groups of %s differ", ChartRules, ComponentRule)
 	}
 	var alerts []string
 	for _, g := range chart.Groups {
@@ -107,7 +82,7 @@ func TestRulesAreValid(t *testing.T) {
 		}
 	}
 	// Every alert has its runbook.
-	doc := string(read(t, filepath.Join(root, "docs", "alerts.md")))
+	doc := string(read(t, filepath.Join("docs", "alerts.md")))
 	for _, a := range alerts {
 		if !strings.Contains(doc, "\n## "+a+"\n") {
 			t.Errorf("docs/alerts.md has no section ## %s", a)
@@ -117,85 +92,29 @@ func TestRulesAreValid(t *testing.T) {
 	if !slices.Equal(alerts, want) {
 		t.Errorf("alerts %v, want %v", alerts, want)
 	}
+	// What promtool would refuse is refused.
+	for _, bad := range []string{
+		"groups:\n- name: g\n  rules:\n  - alert: A\n    expr: rate(x[5m]\n",
+		"groups:\n- name: g\n  rules:\n  - alert: A\n    record: b\n    expr: x\n",
+		"groups:\n- name: g\n  rules:\n  - alert: A\n    expr: x\n    annotations:\n      summary: '{{ .Nope'\n",
+		"groups:\n- name: g\n  rules: []\n- name: g\n  rules: []\n",
+	} {
+		if _, err := ParseRules([]byte(bad)); err == nil {
+			t.Errorf("accepted:\n%s", bad)
+		}
+	}
 }
 
 func TestCopiesAgree(t *testing.T) {
-	if !bytes.Equal(read(t, chartBoard), read(t, componentBoard)) {
-		t.Errorf("%s and %s differ", chartBoard, componentBoard)
+	if !bytes.Equal(read(t, ChartBoard), read(t, Dashboard)) {
+		t.Errorf("%s and %s differ", ChartBoard, Dashboard)
 	}
-}
-
-// grafanaVariables are the dashboard's variables and Grafana's own, with values that make
-// its queries PromQL.
-var grafanaVariables = strings.NewReplacer("$__rate_interval", "5m", "$__range", "1d", "$__interval", "1m", "$namespace", ".*", "$stream", ".*")
-
-// dashboardExprs are the PromQL queries of the dashboard's panels and variables.
-func dashboardExprs(t *testing.T) []string {
-	t.Helper()
-	var board struct {
-		Panels []struct {
-			Title   string `json:"title"`
-			Type    string `json:"type"`
-			Targets []struct {
-				Expr string `json:"expr"`
-			} `json:"targets"`
-		} `json:"panels"`
-		Templating struct {
-			List []struct {
-				Definition string `json:"definition"`
-			} `json:"list"`
-		} `json:"templating"`
-	}
-	if err := json.Unmarshal(read(t, componentBoard), &board); err != nil {
-		t.Fatal(err)
-	}
-	var exprs []string
-	for _, p := range board.Panels {
-		if p.Type != "row" && len(p.Targets) == 0 {
-			t.Errorf("panel %q has no query", p.Title)
-		}
-		for _, target := range p.Targets {
-			exprs = append(exprs, grafanaVariables.Replace(target.Expr))
-		}
-	}
-	// label_values(SELECTOR, label) names the metric of SELECTOR.
-	labelValues := regexp.MustCompile(`^label_values\((.*), *[a-z_]+\)$`)
-	for _, v := range board.Templating.List {
-		if m := labelValues.FindStringSubmatch(v.Definition); m != nil {
-			exprs = append(exprs, grafanaVariables.Replace(m[1]))
-		}
-	}
-	return exprs
-}
-
-// metricNames are the metrics an expression selects.
-func metricNames(t *testing.T, expr string) []string {
-	t.Helper()
-	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
-	if err != nil {
-		t.Errorf("%s: %v", expr, err)
-		return nil
-	}
-	var names []string
-	parser.Inspect(e, func(node parser.Node, _ []parser.Node) error {
-		if vs, ok := node.(*parser.VectorSelector); ok {
-			names = append(names, vs.Name)
-		}
-		return nil
-	})
-	return names
 }
 
 // registered reports whether the binary's registry (controller-runtime's, which both /metrics
-// endpoints serve) has a metric of that name, with samples or not yet: a probe of that name
-// is refused only when the name is taken. The series of a histogram are its name with
-// _bucket, _sum and _count.
+// endpoints serve) has a metric family of that name, with samples or not yet: a probe of that
+// name is refused only when the name is taken.
 func registered(name string) bool {
-	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-		if base, ok := strings.CutSuffix(name, suffix); ok && registered(base) {
-			return true
-		}
-	}
 	probe := prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: "a probe of whether " + name + " is registered"})
 	if err := metrics.Registry.Register(probe); err != nil {
 		var already prometheus.AlreadyRegisteredError
@@ -209,51 +128,72 @@ func TestMetricsExist(t *testing.T) {
 	if !registered("release_controller_payloads") || registered("release_controller_no_such_metric") {
 		t.Fatal("the probe of the registry does not tell registered metrics from others")
 	}
-	var exprs []string
-	for _, g := range parseRules(t, chartRules, read(t, chartRules)).Groups {
-		for _, r := range g.Rules {
-			exprs = append(exprs, r.Expr)
+	exprs, err := Expressions(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := MetricNames(exprs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if !registered(Family(name, registered)) {
+			t.Errorf("the rules or the dashboard name %s, which the binary does not register", name)
 		}
 	}
-	exprs = append(exprs, dashboardExprs(t)...)
-	seen := map[string]bool{}
-	for _, expr := range exprs {
-		for _, name := range metricNames(t, expr) {
-			if name == "" {
-				t.Errorf("%s selects series without naming a metric", expr)
-				continue
-			}
-			if !seen[name] && !registered(name) {
-				t.Errorf("%s names %s, which the binary does not register", strings.TrimSpace(expr), name)
-			}
-			seen[name] = true
-		}
+	if len(names) < 10 {
+		t.Errorf("only %d metrics named: %v", len(names), names)
 	}
-	if len(seen) < 10 {
-		t.Errorf("only %d metrics named: %v", len(seen), seen)
+}
+
+func TestMetricNames(t *testing.T) {
+	got, err := MetricNames([]string{
+		`sum by (le) (rate(a_bucket{x="1"}[5m])) / on () b`,
+		`time() - max(c)`,
+		`label_replace(rate(a_bucket[1m]), "n", "$1", "c", "(.*)")`,
+	})
+	if want := []string{"a_bucket", "b", "c"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("got %v, %v; want %v", got, err, want)
+	}
+	if _, err := MetricNames([]string{`{job="x"}`}); err == nil {
+		t.Error("a selector without a metric name is accepted")
+	}
+	if _, err := MetricNames([]string{`rate(x[5m]`}); err == nil {
+		t.Error("an expression that does not parse is accepted")
+	}
+	known := func(n string) bool { return n == "h" }
+	for name, want := range map[string]string{"h_bucket": "h", "h_count": "h", "c_total": "c_total", "x_sum": "x_sum"} {
+		if got := Family(name, known); got != want {
+			t.Errorf("Family(%s) = %s, want %s", name, got, want)
+		}
 	}
 }
 
 // TestChartRenders renders the chart with both enabled, as helm template does: the
-// PrometheusRule holds files/rules.yaml and the ConfigMap the dashboard, unchanged.
+// PrometheusRule holds files/rules.yaml and the ConfigMap the dashboard, unchanged; both are
+// off by default.
 func TestChartRenders(t *testing.T) {
-	chrt, err := loader.Load(chartDir)
+	chrt, err := loader.Load(filepath.Join(root, ChartDir))
 	if err != nil {
 		t.Fatal(err)
 	}
-	values := map[string]any{
-		"image":            map[string]any{"repository": "release-controller"},
+	render := func(values map[string]any) map[string]string {
+		t.Helper()
+		values["image"] = map[string]any{"repository": "release-controller"}
+		vals, err := util.ToRenderValues(chrt, values, common.ReleaseOptions{Name: "rc", Namespace: "rc-system", Revision: 1, IsInstall: true}, common.DefaultCapabilities.Copy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		rendered, err := engine.Engine{Strict: true}.RenderWithContext(context.Background(), chrt, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rendered
+	}
+	rendered := render(map[string]any{
 		"prometheusRule":   map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}},
 		"grafanaDashboard": map[string]any{"enabled": true, "namespace": "grafana"},
-	}
-	vals, err := util.ToRenderValues(chrt, values, common.ReleaseOptions{Name: "rc", Namespace: "rc-system", Revision: 1, IsInstall: true}, common.DefaultCapabilities.Copy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered, err := engine.Engine{Strict: true}.RenderWithContext(context.Background(), chrt, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
+	})
 	var rule struct {
 		Kind     string `json:"kind"`
 		Metadata struct {
@@ -269,9 +209,9 @@ func TestChartRenders(t *testing.T) {
 	if rule.Kind != "PrometheusRule" || rule.Metadata.Name != "rc-release-controller" || rule.Metadata.Namespace != "rc-system" || rule.Metadata.Labels["release"] != "prometheus" {
 		t.Errorf("PrometheusRule %+v", rule)
 	}
-	got := parseRules(t, "the chart's PrometheusRule", groupsOf(t, ruleYAML))
-	if want := parseRules(t, chartRules, read(t, chartRules)); !reflect.DeepEqual(got.Groups, want.Groups) {
-		t.Errorf("the rendered PrometheusRule's groups differ from %s", chartRules)
+	got := parse(t, "the chart's PrometheusRule", groupsOf(t, ruleYAML))
+	if want := parse(t, ChartRules, read(t, ChartRules)); !reflect.DeepEqual(got.Groups, want.Groups) {
+		t.Errorf("the rendered PrometheusRule's groups differ from %s", ChartRules)
 	}
 
 	var cm struct {
@@ -287,20 +227,11 @@ func TestChartRenders(t *testing.T) {
 	if cm.Metadata.Namespace != "grafana" || cm.Metadata.Labels["grafana_dashboard"] != "1" {
 		t.Errorf("dashboard ConfigMap metadata %+v", cm.Metadata)
 	}
-	if strings.TrimSpace(cm.Data["release-controller.json"]) != strings.TrimSpace(string(read(t, chartBoard))) {
-		t.Errorf("the dashboard ConfigMap does not hold %s", chartBoard)
+	if strings.TrimSpace(cm.Data["release-controller.json"]) != strings.TrimSpace(string(read(t, ChartBoard))) {
+		t.Errorf("the dashboard ConfigMap does not hold %s", ChartBoard)
 	}
 
-	// Off by default.
-	vals, err = util.ToRenderValues(chrt, map[string]any{"image": map[string]any{"repository": "release-controller"}},
-		common.ReleaseOptions{Name: "rc", Namespace: "rc-system", Revision: 1, IsInstall: true}, common.DefaultCapabilities.Copy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered, err = engine.Engine{Strict: true}.RenderWithContext(context.Background(), chrt, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rendered = render(map[string]any{})
 	for _, name := range []string{"prometheusrule.yaml", "grafana-dashboard.yaml"} {
 		if s := strings.TrimSpace(rendered["release-controller/templates/"+name]); s != "" {
 			t.Errorf("%s renders by default:\n%s", name, s)
@@ -311,7 +242,7 @@ func TestChartRenders(t *testing.T) {
 // TestComponentBuilds builds an overlay with the kustomize component, as kubectl kustomize
 // does: the PrometheusRule as written, and the dashboard ConfigMap for Grafana's sidecar.
 func TestComponentBuilds(t *testing.T) {
-	abs, err := filepath.Abs(componentDir)
+	abs, err := filepath.Abs(filepath.Join(root, ComponentDir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +265,7 @@ func TestComponentBuilds(t *testing.T) {
 		switch r.GetKind() {
 		case "ConfigMap":
 			data := r.GetDataMap()["release-controller.json"]
-			if strings.TrimSpace(data) != strings.TrimSpace(string(read(t, componentBoard))) || r.GetLabels()["grafana_dashboard"] != "1" {
+			if strings.TrimSpace(data) != strings.TrimSpace(string(read(t, Dashboard))) || r.GetLabels()["grafana_dashboard"] != "1" {
 				t.Errorf("the dashboard ConfigMap: labels %v, %d bytes of data", r.GetLabels(), len(data))
 			}
 		case "PrometheusRule":
@@ -342,7 +273,7 @@ func TestComponentBuilds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			parseRules(t, "the component's PrometheusRule", groupsOf(t, data))
+			parse(t, "the component's PrometheusRule", groupsOf(t, data))
 		}
 	}
 	slices.Sort(kinds)
