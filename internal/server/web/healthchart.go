@@ -121,7 +121,7 @@ func acceptanceChart(days []catalog.HealthDay) chart {
 			continue
 		}
 		left, w := slot(i, len(days))
-		bw := max(1, w*7/10)
+		bw := barWidth(w)
 		y := yOf(d.AcceptanceRate*100, 100)
 		c.Bars = append(c.Bars, chartBar{X: left + (w-bw)/2, Y: y, W: bw, H: chartBottom - y, Fill: colorSuccess,
 			Title: fmt.Sprintf("%s: %d of %d verdicts accepted (%s)", d.Day, d.Accepted, d.Verdicts, percent(d.AcceptanceRate, d.Verdicts))})
@@ -185,3 +185,9 @@ func tickStep(top float64) float64 {
 	}
 	return tickSteps[len(tickSteps)-1] * float64(int(top/(4*tickSteps[len(tickSteps)-1]))+1)
 }
+
+// maxBarWidth keeps a chart of few days from drawing slabs.
+const maxBarWidth = 48
+
+// barWidth is the width of a bar in a slot of width w.
+func barWidth(w int) int { return min(max(1, w*7/10), maxBarWidth) }

@@ -141,7 +141,7 @@ func countChart(counts []dayCount, f logFilter) chart {
 	c.XLabels = dayLabels(days)
 	for i, d := range counts {
 		left, w := slot(i, len(counts))
-		bw := max(1, w*7/10)
+		bw := barWidth(w)
 		y := yOf(float64(d.Count), float64(step*4))
 		c.Bars = append(c.Bars, chartBar{X: left + (w-bw)/2, Y: y, W: bw, H: chartBottom - y, Fill: colorPending,
 			Title: fmt.Sprintf("%s: %d %s", d.Day, d.Count, map[bool]string{true: "entry", false: "entries"}[d.Count == 1]), Link: d.Link})
