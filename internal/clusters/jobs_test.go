@@ -94,3 +94,28 @@ func TestJobsUsesWhatIsNamed(t *testing.T) {
 	g.Expect(jobs.Running()).To(BeEmpty())
 	g.Expect(env.Client.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 }
+
+// TestJobsClusterDownFromTheStart: a cluster that does not answer when it is first named (a
+// controller started while its build farm is down) is a problem named in the view, not an
+// invalid Secret, and its jobs are not taken as listed.
+func TestJobsClusterDownFromTheStart(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	jobs := clusters.NewJobs(env.Client, env.Client, jobcontract.Selector())
+	go func() { _ = jobs.Start(ctx) }()
+
+	// Nothing listens on port 1 of the loopback address.
+	down := []byte("apiVersion: v1\nkind: Config\nclusters: [{name: down, cluster: {server: 'https://127.0.0.1:1'}}]\n" +
+		"users: [{name: u, user: {token: t}}]\ncontexts: [{name: down, context: {cluster: down, user: u}}]\ncurrent-context: down\n")
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "down"},
+		Data: map[string][]byte{v1alpha1.SecretKeyKubeconfig: down}})).To(Succeed())
+	key := clusters.Key{Namespace: ns, Secret: "down"}
+	views, err := jobs.Use(ctx, "payload", types.NamespacedName{Namespace: ns, Name: "p"}, map[clusters.Key][]string{key: {ns}})
+	g.Expect(err).NotTo(HaveOccurred())
+	view := views[key]
+	g.Expect(view.Invalid).To(BeFalse())
+	g.Expect(view.Problem).To(ContainSubstring("cluster " + key.String()))
+	g.Expect(view.Synced()).To(BeFalse())
+}
