@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,8 +72,16 @@ func (m collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	watchedMu.Unlock()
 	now := m.now()
+	// Two catalogs of one process (tests run several servers) may watch the same objects:
+	// a series is sent once, or the registry would refuse the whole scrape.
+	sent := map[string]bool{}
 	for _, c := range cats {
 		for _, s := range c.samples(now) {
+			key := s.desc.String() + "\x00" + strings.Join(s.labels, "\x00")
+			if sent[key] {
+				continue
+			}
+			sent[key] = true
 			ch <- prometheus.MustNewConstMetric(s.desc, prometheus.GaugeValue, s.value, s.labels...)
 		}
 	}

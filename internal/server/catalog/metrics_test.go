@@ -40,6 +40,18 @@ func TestMetrics(t *testing.T) {
 	}
 	ctx, stop := context.WithCancel(t.Context())
 	c.collect(ctx)
+	// A second catalog of the same objects adds no series twice.
+	twin := New()
+	for _, s := range c.Streams() {
+		twin.SetStream(s.Object)
+		for _, e := range s.Entries {
+			twin.SetPayload(e.Payload)
+		}
+	}
+	for _, p := range c.Pipelines() {
+		twin.SetPipeline(p)
+	}
+	twin.collect(ctx)
 	want := `
 # HELP release_controller_pipeline_approval_waiting_seconds How long a promotion into the environment has waited for approval, in seconds; absent when none waits.
 # TYPE release_controller_pipeline_approval_waiting_seconds gauge
