@@ -28,17 +28,22 @@ func TestMain(m *testing.M) {
 
 const waitTimeout = 60 * time.Second
 
+// startJobs runs a jobs manager until the test ends, in a namespace of the test's own.
+func startJobs(t *testing.T) (context.Context, string, *clusters.Jobs) {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	jobs := clusters.NewJobs(env.Client, env.Client, jobcontract.Selector())
+	go func() { _ = jobs.Start(ctx) }()
+	return ctx, env.Namespace(t), jobs
+}
+
 // TestJobsUsesWhatIsNamed: a cluster is built from its kubeconfig Secret when a user names it
 // (a missing Secret, or one without the key value, is an invalid cluster named in the view),
 // its job cache lists the controller's Jobs in the namespaces used there, and the cluster stops
 // once nobody uses it. The "remote" cluster is the test API server itself, through a Secret.
 func TestJobsUsesWhatIsNamed(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, ns, jobs := startJobs(t)
 	g := NewWithT(t)
-	ns := env.Namespace(t)
-	jobs := clusters.NewJobs(env.Client, env.Client, jobcontract.Selector())
-	go func() { _ = jobs.Start(ctx) }()
 
 	key := clusters.Key{Namespace: ns, Secret: "farm"}
 	payload := types.NamespacedName{Namespace: ns, Name: "4.15.0-0.nightly-2026-11-22-093000"}
@@ -99,12 +104,8 @@ func TestJobsUsesWhatIsNamed(t *testing.T) {
 // controller started while its build farm is down) is a problem named in the view, not an
 // invalid Secret, and its jobs are not taken as listed.
 func TestJobsClusterDownFromTheStart(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx, ns, jobs := startJobs(t)
 	g := NewWithT(t)
-	ns := env.Namespace(t)
-	jobs := clusters.NewJobs(env.Client, env.Client, jobcontract.Selector())
-	go func() { _ = jobs.Start(ctx) }()
 
 	// Nothing listens on port 1 of the loopback address.
 	down := []byte("apiVersion: v1\nkind: Config\nclusters: [{name: down, cluster: {server: 'https://127.0.0.1:1'}}]\n" +
