@@ -1,8 +1,9 @@
 // Package demo runs `release-controller dev` as a user starts it (`make run`), lets its demo
 // accept and reject payloads (published with `dev bump`, as the README says), and walks the
-// release pages in headless Chromium: index → stream → release → compare → graph, checking
-// what a person sees; then follows the demo pipeline to prod with the approval command dev
-// printed. The REST API is read with a plain HTTP client to know when the demo is
+// release pages in headless Chromium: index → stream → release → compare → graph → health,
+// checking what a person sees; then follows the demo pipeline to prod with the approval
+// command dev printed, checking on the way that dev's /metrics serves every metric the
+// shipped alerts and dashboard name. The REST API is read with a plain HTTP client to know when the demo is
 // far enough along; nothing waits for a fixed time.
 package demo
 
@@ -14,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +29,11 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/manager"
+	"github.com/release-controller/release-controller/internal/monitoring"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/testbinary"
 	"github.com/release-controller/release-controller/internal/testbrowser"
+	"github.com/release-controller/release-controller/internal/testenv"
 )
 
 // demoWait bounds each wait for the demo: a payload is built, verified and judged in well
@@ -162,15 +167,103 @@ func TestDemoPagesInBrowser(t *testing.T) {
 		t.Errorf("the graph draws %d edges from %s to %s, want 1", n, first, second)
 	}
 
+	checkHealth(t, ctx, base)
+
 	testbrowser.CheckConsole(t, ctx, console)
 
-	checkPipeline(t, dev, binary, dataDir, second)
+	checkPipeline(t, dev, base, binary, dataDir, second)
+}
+
+// checkHealth opens the stream's health page from the stream page: both charts drawn, the
+// figures those of its JSON, and the rejection laid at e2e's door, with web — the component
+// whose broken build the test published — its suspect.
+func checkHealth(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	testbrowser.Do(t, ctx, "opening the health page from the stream page", chromedp.Navigate(base+"/releasestream/nightly"),
+		chromedp.WaitVisible(chromedp.CSS(`nav.stream-nav a[href$="/health"]`)),
+		chromedp.Click(chromedp.CSS(`nav.stream-nav a[href$="/health"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`svg#verdict-time-chart`)))
+	body, err := testbinary.Get(context.Background(), base+"/releasestream/nightly/health?format=json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h catalog.Health
+	if err := json.Unmarshal([]byte(body), &h); err != nil {
+		t.Fatalf("health: %v\n%s", err, body)
+	}
+	if h.Accepted < 2 || h.Rejected < 1 || h.VerdictP50 <= 0 {
+		t.Errorf("health figures: %+v", h)
+	}
+	judged := 0 // days with a verdict: each has a bar and two points
+	for _, d := range h.Days {
+		if d.Verdicts > 0 {
+			judged++
+		}
+	}
+	if n := testbrowser.Eval[int](t, ctx, `document.querySelectorAll("svg#acceptance-chart rect").length`); n != judged || judged == 0 {
+		t.Errorf("the acceptance chart draws %d bars for %d days with verdicts", n, judged)
+	}
+	if n := testbrowser.Eval[int](t, ctx, `document.querySelectorAll("svg#verdict-time-chart circle").length`); n != 2*judged {
+		t.Errorf("the time-to-verdict chart draws %d points for p50 and p90 of %d days", n, judged)
+	}
+	summary := testbrowser.Eval[string](t, ctx, `document.getElementById("health-acceptance").textContent`)
+	if want := fmt.Sprintf("%d rejected, %d failed, %d waiting for a verdict.", h.Rejected, h.Failed, h.Waiting); !strings.Contains(summary, want) {
+		t.Errorf("the page says %q; its JSON %q", summary, want)
+	}
+	// The demo runs e2e once per platform (e2e-amd64, e2e-arm64); the broken build fails them.
+	i := slices.IndexFunc(h.Verifications, func(v catalog.VerificationHealth) bool { return strings.HasPrefix(v.Name, "e2e") && v.Rejected > 0 })
+	if i < 0 {
+		t.Fatalf("no e2e check rejected a payload: %+v", h.Verifications)
+	}
+	e2e := h.Verifications[i]
+	if !slices.ContainsFunc(e2e.Suspects, func(s catalog.Suspect) bool { return s.Component == "web" }) {
+		t.Errorf("%s: suspects %+v; want web among them", e2e.Name, e2e.Suspects)
+	}
+	row := testbrowser.Eval[string](t, ctx, `Array.from(document.querySelectorAll("#health-verifications tbody tr")).find((tr) => tr.querySelector("th").textContent.startsWith(`+strconv.Quote(e2e.Name+" ")+`)).textContent`)
+	if !strings.Contains(row, "web (") {
+		t.Errorf("the page's %s row does not name web: %q", e2e.Name, row)
+	}
+}
+
+// checkMetrics scrapes dev's /metrics (the controllers' and the API server's, one process)
+// while prod waits for approval: every metric the shipped alerts and dashboard name is
+// served, but the counters of failures that have not happened, which appear with their first
+// one (internal/monitoring checks that the binary registers them).
+func checkMetrics(t *testing.T, base string) {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exprs, err := monitoring.Expressions(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := monitoring.MetricNames(exprs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := testbinary.Get(context.Background(), base+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served, err := testbinary.ParseMetrics(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notYet := map[string]bool{"release_controller_import_errors_total": true, "release_controller_stream_step_failures_total": true}
+	for _, name := range names {
+		family := monitoring.Family(name, func(n string) bool { return served[n] != nil })
+		if served[family] == nil && !notYet[family] {
+			t.Errorf("the alerts or the dashboard name %s; dev's /metrics has no %s", name, family)
+		}
+	}
 }
 
 // checkPipeline follows the demo pipeline: the newest accepted payload reaches dev and staging
 // (on the "remote" cluster) by itself, prod waits for approval, and the approval command that
 // dev printed promotes it.
-func checkPipeline(t *testing.T, dev *testbinary.Process, binary, dataDir, accepted string) {
+func checkPipeline(t *testing.T, dev *testbinary.Process, base, binary, dataDir, accepted string) {
 	t.Helper()
 	log, err := os.ReadFile(dev.LogPath)
 	if err != nil {
@@ -209,6 +302,7 @@ func checkPipeline(t *testing.T, dev *testbinary.Process, binary, dataDir, accep
 	waitPipeline(accepted+" in dev and staging, prod waiting", func(envs []v1alpha1.EnvironmentStatus) bool {
 		return at(envs[0]) && at(envs[1]) && envs[2].WaitingApproval != nil && envs[2].WaitingApproval.Revision == accepted
 	})
+	checkMetrics(t, base)
 	// The printed command, as a user pastes it: kubectl reads the waiting revision.
 	cmd := exec.Command("sh", "-c", approve)
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
