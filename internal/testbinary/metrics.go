@@ -57,10 +57,11 @@ func (m Metrics) HistogramSum(name string, want map[string]string) (sum float64,
 	return sum, count
 }
 
-// Each calls f with the labels and value of every counter, gauge or untyped sample of name.
+// Each calls f with the labels and value of every sample of name: a counter's, gauge's or
+// untyped value, or a histogram's sum.
 func (m Metrics) Each(name string, f func(labels map[string]string, value float64)) {
 	for _, metric := range m[name].GetMetric() {
-		f(labelsOf(metric), metric.GetCounter().GetValue()+metric.GetGauge().GetValue()+metric.GetUntyped().GetValue())
+		f(labelsOf(metric), metric.GetCounter().GetValue()+metric.GetGauge().GetValue()+metric.GetUntyped().GetValue()+metric.GetHistogram().GetSampleSum())
 	}
 }
 

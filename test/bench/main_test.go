@@ -308,6 +308,29 @@ type apiServerCounts struct {
 	consistencyChecks float64
 	// requests by "VERB resource[/subresource]"
 	requests map[string]float64
+	// seconds the API server spent answering them (apiserver_request_duration_seconds_sum),
+	// by resource, watches left out (they last as long as they are open)
+	seconds map[string]float64
+}
+
+// ourResources are the resources the controller writes while payloads are verified: the
+// payloads' status, their Events, the release log and its leader lease.
+var ourResources = []string{"releasepayloads", "events", "releaselogs", "leases"}
+
+// apiServerMillis is the API server's time per payload between before and after, in
+// milliseconds: on the controller's resources, and on Jobs (the benchmark's job status
+// writes, which stand in for the Job controller).
+func apiServerMillis(before, after apiServerCounts, payloads int) (ours, jobs float64) {
+	for resource, sec := range after.seconds {
+		d := (sec - before.seconds[resource]) * 1000 / float64(payloads)
+		switch {
+		case slices.Contains(ourResources, resource):
+			ours += d
+		case resource == "jobs":
+			jobs += d
+		}
+	}
+	return ours, jobs
 }
 
 // scrapeAPIServerCounts reads apiserver_request_total from the API server's /metrics (as the
@@ -331,7 +354,12 @@ func scrapeAPIServerCounts(b *testing.B, cfg *rest.Config, resource string) apiS
 	if err != nil {
 		b.Fatalf("reading the API server's metrics: %v", err)
 	}
-	w := apiServerCounts{requests: map[string]float64{}}
+	w := apiServerCounts{requests: map[string]float64{}, seconds: map[string]float64{}}
+	metrics.Each("apiserver_request_duration_seconds", func(labels map[string]string, value float64) {
+		if verb := labels["verb"]; verb != "WATCH" && verb != "WATCHLIST" && verb != "CONNECT" {
+			w.seconds[labels["resource"]] += value
+		}
+	})
 	metrics.Each("apiserver_request_total", func(labels map[string]string, value float64) {
 		key := labels["verb"] + " " + labels["resource"]
 		if sub := labels["subresource"]; sub != "" {
