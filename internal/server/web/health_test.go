@@ -10,13 +10,24 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/release-controller/release-controller/internal/changelog"
+
 	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/web"
 )
 
 func TestHealthPage(t *testing.T) {
 	cat := fixture()
-	base := startPages(t, cat, web.PageOptions{})
+	// The changelog of e2e's break (tag2 to tag3) was computed before: the page names its
+	// commits.
+	nightly, err := cat.StreamIn("demo", "nightly")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2, _ := nightly.Entry(tag2)
+	e3, _ := nightly.Entry(tag3)
+	logs := &fakeChangeLogs{result: sampleChangeLog, cached: map[string]*changelog.ChangeLog{pairKey(tag2, tag3): sampleChangeLog(e2.Payload, e3.Payload)}}
+	base := startPages(t, cat, web.PageOptions{ChangeLogs: logs})
 	p := fetch(t, "GET", base+"/releasestream/nightly/health")
 	checkHTML(t, p)
 	check(t, p, 200, []string{
@@ -34,7 +45,12 @@ func TestHealthPage(t *testing.T) {
 		`<tr><th scope="row">e2e <span class="muted">blocking</span></th><td>1: rejected 1 payload, delayed 0</td><td>2 of 3 (67%)</td>`,
 		`<a href="` + releaseURL("demo", "nightly", tag3) + `">` + tag3 + `</a> (<a href="https://ci.example.com/090000-e2e-3">090000-e2e-3</a>`,
 		`<a href="/namespaces/demo/releasestream/nightly/health?days=14&amp;format=json&amp;payloads=200">JSON</a>`,
+		// Its break: the components are the same images (no suspect), the changelog names a commit.
+		`<td><span class="muted">none</span><br>broke in <a href="` + releaseURL("demo", "nightly", tag3) + `?from=` + tag2 + `">` + tag3 + `</a> <span class="commits">(api: “Fix the &lt;widget&gt; race”)</span></td>`,
 	}, nil)
+	if logs.calls != 0 {
+		t.Errorf("the health page computed %d changelogs; it reads the cache only", logs.calls)
+	}
 	// The charts are well-formed SVG.
 	for _, id := range []string{"acceptance-chart", "verdict-time-chart"} {
 		start := strings.Index(p.body, `<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="`+id)

@@ -1,9 +1,11 @@
 package web
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,7 +85,14 @@ type verificationHealthRow struct {
 	LastFailure, LastFailureRun        link
 	LastFailureAt                      stamp
 	Suspects                           string
-	Breaks                             []link
+	Breaks                             []breakView
+}
+
+// breakView is a payload a verification started failing on, with what its changelog (when
+// computed before) says changed.
+type breakView struct {
+	Link    link
+	Commits string
 }
 
 // keptHealth is a health report in the page cache, with the snapshot it was computed from.
@@ -116,11 +125,11 @@ func (p *site) healthPage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, h)
 		return
 	}
-	renderPage(w, http.StatusOK, "health", healthView(s, h, hq, now, base))
+	renderPage(w, http.StatusOK, "health", healthView(s, h, hq, now, base, p.breakCommits))
 }
 
 // healthView turns a health report into the page's text, charts and tables.
-func healthView(s *catalog.Stream, h catalog.Health, hq healthQuery, now time.Time, base string) healthPage {
+func healthView(s *catalog.Stream, h catalog.Health, hq healthQuery, now time.Time, base string, commits func(*catalog.Stream, catalog.Break) string) healthPage {
 	page := healthPage{
 		pageBase: pageBase{Title: "Health of " + s.Namespace + "/" + s.Name,
 			Crumbs: []link{{"Streams", IndexPath}, {s.Namespace + "/" + s.Name, streamPath(s.Namespace, s.Name)}}},
@@ -153,12 +162,12 @@ func healthView(s *catalog.Stream, h catalog.Health, hq healthQuery, now time.Ti
 		})
 	}
 	for _, v := range h.Verifications {
-		page.Verifications = append(page.Verifications, verificationRow(s, v, now))
+		page.Verifications = append(page.Verifications, verificationRow(s, v, now, commits))
 	}
 	return page
 }
 
-func verificationRow(s *catalog.Stream, v catalog.VerificationHealth, now time.Time) verificationHealthRow {
+func verificationRow(s *catalog.Stream, v catalog.VerificationHealth, now time.Time, commits func(*catalog.Stream, catalog.Break) string) verificationHealthRow {
 	row := verificationHealthRow{
 		Name: v.Name, Kind: "informing",
 		Pass:  fmt.Sprintf("%d of %d (%s)", v.Passed, v.Ended, percent(v.PassRate, v.Ended)),
@@ -188,9 +197,44 @@ func verificationRow(s *catalog.Stream, v catalog.VerificationHealth, now time.T
 		if _, ok := s.Entry(b.Tag); ok {
 			l.URL = withQuery(entryPath(s, b.Tag), "from", b.Previous)
 		}
-		row.Breaks = append(row.Breaks, l)
+		row.Breaks = append(row.Breaks, breakView{Link: l, Commits: commits(s, b)})
 	}
 	return row
+}
+
+// maxBreakCommits bounds the commits named per component of a break.
+const maxBreakCommits = 2
+
+// breakCommits names the new commits of each component a break changed, from the changelog
+// of the pair when one was computed before (a health page never computes one); "" without.
+func (p *site) breakCommits(s *catalog.Stream, b catalog.Break) string {
+	if p.opts.ChangeLogs == nil {
+		return ""
+	}
+	prev, ok1 := s.Entry(b.Previous)
+	cur, ok2 := s.Entry(b.Tag)
+	if !ok1 || !ok2 {
+		return ""
+	}
+	cl, ok := p.opts.ChangeLogs.Cached(prev.Payload, cur.Payload)
+	if !ok || cl == nil {
+		return ""
+	}
+	var parts []string
+	for _, ic := range slices.Concat(cl.UpdatedImages, cl.NewImages) {
+		if len(ic.Commits) == 0 {
+			continue
+		}
+		var titles []string
+		for _, c := range ic.Commits[:min(len(ic.Commits), maxBreakCommits)] {
+			titles = append(titles, "“"+cmp.Or(c.Title, c.Subject)+"”")
+		}
+		if more := len(ic.Commits) - maxBreakCommits; more > 0 {
+			titles = append(titles, fmt.Sprintf("%d more", more))
+		}
+		parts = append(parts, ic.Name+": "+strings.Join(titles, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 func droughtText(d catalog.Drought) string {
