@@ -83,6 +83,9 @@ type jobsCluster struct {
 	stopCache  context.CancelFunc
 	// problem is why the cluster cannot be used now (empty: fine).
 	problem string
+	// answered is set once a probe got an answer: the cache is built only then, since its
+	// discovery (under the manager's lock) has no timeout of its own.
+	answered bool
 }
 
 // NewJobs returns a jobs manager; selector selects the controller's jobs (the contract labels).
@@ -171,6 +174,9 @@ func (j *Jobs) Use(ctx context.Context, kind string, obj types.NamespacedName, w
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	u := user{kind: kind, NamespacedName: obj}
+	if views, ok := j.unchanged(ctx, u, want); ok {
+		return views, nil
+	}
 	if len(want) == 0 {
 		if _, ok := j.uses[u]; !ok {
 			return nil, nil
@@ -193,6 +199,27 @@ func (j *Jobs) Use(ctx context.Context, kind string, obj types.NamespacedName, w
 		}
 	}
 	return views, nil
+}
+
+// unchanged returns the views of want when u used exactly want already and each of its
+// clusters runs with its cache, so that what everyone uses need not be gathered again (the
+// common case: a payload reconciled again); j.mu is held.
+func (j *Jobs) unchanged(ctx context.Context, u user, want map[Key][]string) (map[Key]View, bool) {
+	before, ok := j.uses[u]
+	if !ok || len(before) != len(want) {
+		return nil, false
+	}
+	for key, namespaces := range want {
+		e := j.clusters[key]
+		if e == nil || e.cache == nil || !slices.Equal(before[key], namespaces) {
+			return nil, false
+		}
+	}
+	views := make(map[Key]View, len(want))
+	for key := range want {
+		views[key] = j.ensure(ctx, key, j.clusters[key].namespaces)
+	}
+	return views, true
 }
 
 // used is every cluster in use with the namespaces used there, sorted; j.mu is held.
@@ -220,6 +247,9 @@ func (j *Jobs) ensure(ctx context.Context, key Key, namespaces []string) View {
 	}
 	if e.problem != "" {
 		return View{Problem: e.problem}
+	}
+	if !e.answered {
+		return View{} // not listed yet: the first answer tells the users
 	}
 	if e.cache == nil || !slices.Equal(e.namespaces, namespaces) {
 		if err := j.startCache(ctx, e, namespaces); err != nil {
@@ -333,13 +363,13 @@ func (j *Jobs) watchHealth(ctx context.Context, e *jobsCluster) {
 	set := func(err error) bool {
 		j.mu.Lock()
 		defer j.mu.Unlock()
-		was := e.problem
+		was, first := e.problem, err == nil && !e.answered
 		if err != nil {
 			e.problem = fmt.Sprintf("cluster %s unreachable: %v", e.key, err)
 		} else {
-			e.problem = ""
+			e.problem, e.answered = "", true
 		}
-		return (was == "") != (e.problem == "")
+		return first || (was == "") != (e.problem == "")
 	}
 	WatchHealth(ctx, Health{Key: e.key, Config: e.config, Probe: j.probe, Backoff: j.backoff, Interval: j.HealthInterval}, set, func() { j.notify(e.key) })
 }

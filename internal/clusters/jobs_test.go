@@ -113,10 +113,12 @@ func TestJobsClusterDownFromTheStart(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "down"},
 		Data: map[string][]byte{v1alpha1.SecretKeyKubeconfig: down}})).To(Succeed())
 	key := clusters.Key{Namespace: ns, Secret: "down"}
-	views, err := jobs.Use(ctx, "payload", types.NamespacedName{Namespace: ns, Name: "p"}, map[clusters.Key][]string{key: {ns}})
-	g.Expect(err).NotTo(HaveOccurred())
-	view := views[key]
-	g.Expect(view.Invalid).To(BeFalse())
-	g.Expect(view.Problem).To(ContainSubstring("cluster " + key.String()))
-	g.Expect(view.Synced()).To(BeFalse())
+	g.Eventually(func(g Gomega) {
+		views, err := jobs.Use(ctx, "payload", types.NamespacedName{Namespace: ns, Name: "p"}, map[clusters.Key][]string{key: {ns}})
+		g.Expect(err).NotTo(HaveOccurred())
+		view := views[key]
+		g.Expect(view.Synced()).To(BeFalse())
+		g.Expect(view.Invalid).To(BeFalse())
+		g.Expect(view.Problem).To(ContainSubstring("cluster " + key.String() + " unreachable"))
+	}).WithTimeout(waitTimeout).Should(Succeed())
 }
