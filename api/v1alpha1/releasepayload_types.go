@@ -283,15 +283,15 @@ type ReleasePayloadStatus struct {
 
 	// PlatformImages are the payload's image of each platform, by digest, when it has
 	// platforms (written with payloadImage).
-	// +listType=map
-	// +listMapKey=platform
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=8
 	// +optional
 	PlatformImages []PlatformImage `json:"platformImages,omitempty"`
 
 	// Verifications hold one entry per verification of the payload's verification config.
-	// +listType=map
-	// +listMapKey=name
+	// Atomic: the payload controller alone writes them, always whole, so the API server
+	// keeps no field ownership per entry and run (it would cost every status write).
+	// +listType=atomic
 	// +optional
 	Verifications []VerificationStatus `json:"verifications,omitempty"`
 }
