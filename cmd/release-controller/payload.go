@@ -13,12 +13,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/Masterminds/semver/v3"
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/buildinput"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/kubeclient"
 	"github.com/release-controller/release-controller/internal/manager"
@@ -26,11 +26,7 @@ import (
 	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/signing"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"
-	"github.com/release-controller/release-controller/internal/verdict"
 )
-
-// maxPrevious is how many earlier accepted releases a payload lists as upgrade sources.
-const maxPrevious = 5
 
 func newPayloadCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -45,17 +41,37 @@ func newPayloadBuildCommand() *cobra.Command {
 	var (
 		kube         kubeclient.Options
 		payloadKey   string
+		inputFile    string
 		registryWait time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "build --payload NAMESPACE/NAME",
+		Use:   "build (--payload NAMESPACE/NAME | --input FILE)",
 		Short: "Build a ReleasePayload's image and push it",
 		Long: `Build the payload image of a ReleasePayload — its components with their source and
 revision labels, and up to 5 earlier accepted releases of its stream — and push it to the
 payload's repository as <repository>:<tag>. The creation job runs this. The last line printed
-is the payload image's pull spec by digest.`,
+is the payload image's pull spec by digest.
+
+--payload reads the ReleasePayload (and its namespace's payloads, for the earlier releases)
+from the cluster. --input reads the same from a JSON file instead, which the controller writes
+into a ConfigMap for a creation job on another cluster (the stream's creationCluster): such a
+build needs no access to the controller's cluster. Exactly one of the two.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (payloadKey == "") == (inputFile == "") {
+				return fmt.Errorf("give exactly one of --payload NAMESPACE/NAME and --input FILE")
+			}
+			if inputFile != "" {
+				data, err := os.ReadFile(inputFile)
+				if err != nil {
+					return fmt.Errorf("reading the build input: %w", err)
+				}
+				in, err := buildinput.Parse(data)
+				if err != nil {
+					return fmt.Errorf("%s: %w", inputFile, err)
+				}
+				return buildFromInput(cmd.Context(), in, registryWait, cmd.OutOrStdout())
+			}
 			namespace, name, ok := strings.Cut(payloadKey, "/")
 			if !ok || namespace == "" || name == "" || strings.Contains(name, "/") {
 				return fmt.Errorf("--payload must be NAMESPACE/NAME, got %q", payloadKey)
@@ -73,9 +89,10 @@ is the payload image's pull spec by digest.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&payloadKey, "payload", "", "the ReleasePayload to build, as NAMESPACE/NAME")
+	f.StringVar(&inputFile, "input", "", "build from this JSON file (a creation job on another cluster) instead of a ReleasePayload")
 	f.DurationVar(&registryWait, "registry-wait", DefaultRegistryWait, "while the registry is unreachable or answers 5xx or 429, build again with a growing pause for at most this long (0: fail at once)")
 	kube.AddFlags(f)
-	_ = cmd.MarkFlagRequired("payload")
+	cmd.MarkFlagsMutuallyExclusive("payload", "input")
 	return cmd
 }
 
@@ -108,31 +125,22 @@ func buildPayload(ctx context.Context, c client.Client, namespace, name string, 
 	if err := c.List(ctx, &others, client.InNamespace(namespace)); err != nil {
 		return fmt.Errorf("listing the release payloads of %s: %w", namespace, err)
 	}
-	coords := payload.Spec.PayloadCoordinates
-	previous, err := previousReleases(coords, others.Items)
+	in, err := buildinput.Of(&payload, others.Items)
 	if err != nil {
 		return err
 	}
-	components := make([]releaseimage.Component, len(payload.Spec.Components))
-	for i, pc := range payload.Spec.Components {
-		components[i] = releaseimage.Component{Name: pc.Name, Image: pc.Image}
-	}
+	return buildFromInput(ctx, in, wait, out)
+}
+
+// buildFromInput builds and pushes the payload in describes, as buildPayload says.
+func buildFromInput(ctx context.Context, in buildinput.Input, wait time.Duration, out io.Writer) error {
+	namespace, name := in.Namespace, in.Payload
 	fmt.Fprintf(out, "building %s of stream %s: %d components, previous releases: %s\n",
-		coords.Tag, coords.Stream, len(components), listOrNone(previous))
-	opts := releaseimage.BuildOptions{
-		Tag:        coords.Tag,
-		Stream:     coords.Stream,
-		Repository: payload.Spec.PayloadCreationConfig.Repository,
-		Components: components,
-		Previous:   previous,
-		Platforms:  payload.Spec.PayloadCreationConfig.Platforms,
-		// The base image's layers are read from the registry like the components'.
-		BaseComponent: payload.Spec.PayloadCreationConfig.BaseComponent,
-		// The payload's own creation time: a retried job builds the same image.
-		Created:  payload.CreationTimestamp.Time,
-		Remote:   registryclient.New().Options(ctx),
-		Progress: out,
-	}
+		in.Tag, in.Stream, len(in.Components), listOrNone(in.Previous))
+	opts := in.BuildOptions()
+	// The base image's layers are read from the registry like the components'.
+	opts.Remote = registryclient.New().Options(ctx)
+	opts.Progress = out
 	giveUp := time.Now().Add(wait)
 	pause := time.Second
 	res, err := releaseimage.Build(ctx, opts)
@@ -151,38 +159,6 @@ func buildPayload(ctx context.Context, c client.Client, namespace, name string, 
 	}
 	_, err = fmt.Fprintln(out, res.Image)
 	return err
-}
-
-// previousReleases returns the tags of the accepted payloads of the same stream whose tag is
-// lower by semver than coords.Tag, newest first, at most maxPrevious.
-func previousReleases(coords v1alpha1.PayloadCoordinates, payloads []v1alpha1.ReleasePayload) ([]string, error) {
-	current, err := semver.StrictNewVersion(coords.Tag)
-	if err != nil {
-		return nil, fmt.Errorf("release tag %q is not a semantic version: %w", coords.Tag, err)
-	}
-	type release struct {
-		tag     string
-		version *semver.Version
-	}
-	var earlier []release
-	for _, p := range payloads {
-		pc := p.Spec.PayloadCoordinates
-		if pc.Stream != coords.Stream || !verdict.Accepted(&p) {
-			continue
-		}
-		v, err := semver.StrictNewVersion(pc.Tag)
-		if err != nil || !v.LessThan(current) {
-			// Admission only lets semantic versions in; an older object may still hold another tag.
-			continue
-		}
-		earlier = append(earlier, release{pc.Tag, v})
-	}
-	slices.SortFunc(earlier, func(a, b release) int { return cmp.Or(b.version.Compare(a.version), strings.Compare(b.tag, a.tag)) })
-	tags := make([]string, 0, maxPrevious)
-	for _, r := range earlier[:min(len(earlier), maxPrevious)] {
-		tags = append(tags, r.tag)
-	}
-	return tags, nil
 }
 
 func newPayloadInfoCommand() *cobra.Command {
