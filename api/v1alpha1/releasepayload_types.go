@@ -63,6 +63,12 @@ type PayloadCreationConfig struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +optional
 	BaseComponent string `json:"baseComponent,omitempty"`
+
+	// Cluster, when set, is the cluster the creation Job runs on (the stream's creationCluster
+	// when the payload was created): the Job gets its whole input in a ConfigMap beside it and
+	// needs no way back to this cluster.
+	// +optional
+	Cluster *VerificationCluster `json:"cluster,omitempty"`
 }
 
 // PayloadVerificationConfig is the stream's verification list as it was when the payload was

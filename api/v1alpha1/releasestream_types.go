@@ -109,6 +109,15 @@ type ReleaseStreamSpec struct {
 	// +optional
 	PayloadBaseComponent string `json:"payloadBaseComponent,omitempty"`
 
+	// CreationCluster, when set, names the cluster the creation Jobs run on (a build farm), as
+	// a verification's cluster does: a kubeconfig Secret in the stream's namespace and the
+	// namespace there (default: the stream's namespace's name). Each Job reads its input (the
+	// payload's components, platforms and earlier releases) from a ConfigMap the controller
+	// creates beside it, so it needs no access to this cluster. Empty: the Jobs run beside the
+	// payloads.
+	// +optional
+	CreationCluster *VerificationCluster `json:"creationCluster,omitempty"`
+
 	// Verification lists the tests every payload of this stream runs.
 	// +listType=map
 	// +listMapKey=name

@@ -1,7 +1,9 @@
 package payload
 
-// Verifications that run on another cluster (spec.verification[].cluster): their jobs are read
-// from that cluster's job cache, and while it cannot be read their recorded runs stand.
+// Verifications and creation Jobs that run on another cluster (spec.verification[].cluster,
+// spec.payloadCreationConfig.cluster): their jobs are read from that cluster's job cache, and
+// while it cannot be read their recorded runs stand and the creation result is Unknown naming
+// it.
 
 import (
 	"context"
@@ -16,12 +18,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/buildinput"
 	"github.com/release-controller/release-controller/internal/conditions"
 	"github.com/release-controller/release-controller/internal/verify"
 )
 
 // ClusterUser is the kind under which the payload controller uses remote clusters.
 const ClusterUser = "payload"
+
+// CreationJobCluster is the key of the creation Job's cluster among Observations.Clusters
+// (whose other keys are verification names, which cannot hold a space).
+const CreationJobCluster = "creation job"
 
 // ClusterState is how one verification's cluster can be read now.
 type ClusterState struct {
@@ -39,10 +46,10 @@ type ClusterState struct {
 // clusters manager enqueues the payload once they are listed).
 func (r *Reconciler) observeClusters(ctx context.Context, p *v1alpha1.ReleasePayload, obs *Observations) (ready bool, err error) {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-	used := verify.Clusters(nil, p)
+	used := buildinput.AddCluster(verify.Clusters(nil, p), p)
 	if r.Clusters == nil {
 		if len(used) > 0 {
-			return false, fmt.Errorf("verifications of %s name clusters, and this controller runs no clusters manager", key)
+			return false, fmt.Errorf("the jobs of %s name clusters, and this controller runs no clusters manager", key)
 		}
 		return true, nil
 	}
@@ -63,10 +70,18 @@ func (r *Reconciler) observeClusters(ctx context.Context, p *v1alpha1.ReleasePay
 			return false, fmt.Errorf("listing jobs on cluster %s: %w", k, err)
 		}
 		for _, rec := range records {
-			if run, ok := observedRun(rec); ok {
+			if rec.Kind == v1alpha1.RunKindJob && rec.JobType == v1alpha1.JobTypeCreation {
+				obs.CreationJobs = append(obs.CreationJobs, rec.CreationJob())
+			} else if run, ok := observedRun(rec); ok {
 				obs.Runs = append(obs.Runs, run)
 			}
 		}
+	}
+	if k, _, ok := buildinput.ClusterOf(p); ok {
+		if obs.Clusters == nil {
+			obs.Clusters = map[string]ClusterState{}
+		}
+		obs.Clusters[CreationJobCluster] = ClusterState{Cluster: k.String(), Problem: views[k].Problem, Invalid: views[k].Invalid}
 	}
 	for i := range p.Spec.PayloadVerificationConfig.Verifications {
 		v := &p.Spec.PayloadVerificationConfig.Verifications[i]
@@ -132,8 +147,8 @@ func markUnreadable(verifications []v1alpha1.VerificationStatus, states map[stri
 }
 
 // ClusterCondition is the payload's ClusterUnreachable condition for the clusters its
-// verifications run on: True naming each cluster that cannot be read and its verifications,
-// else False naming the clusters; nil when no verification names a cluster.
+// verifications and creation job run on: True naming each cluster that cannot be read and its
+// jobs, else False naming the clusters; nil when none names a cluster.
 func ClusterCondition(states map[string]ClusterState) *metav1.Condition {
 	if len(states) == 0 {
 		return nil
@@ -149,7 +164,7 @@ func ClusterCondition(states map[string]ClusterState) *metav1.Condition {
 	names := slices.Sorted(maps.Keys(byCluster))
 	if len(problems) == 0 {
 		return &metav1.Condition{Type: v1alpha1.ConditionClusterUnreachable, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonClustersReachable,
-			Message: "the verification clusters answer: " + strings.Join(names, ", ")}
+			Message: "the job clusters answer: " + strings.Join(names, ", ")}
 	}
 	reason := v1alpha1.ReasonClusterUnreachable
 	var parts []string
@@ -161,9 +176,35 @@ func ClusterCondition(states map[string]ClusterState) *metav1.Condition {
 		if s.Invalid {
 			reason = v1alpha1.ReasonKubeconfigInvalid
 		}
-		verifications := byCluster[c]
-		slices.Sort(verifications)
-		parts = append(parts, fmt.Sprintf("%s (verifications %s)", s.Problem, strings.Join(verifications, ", ")))
+		parts = append(parts, fmt.Sprintf("%s (%s)", s.Problem, usersOf(byCluster[c])))
 	}
 	return &metav1.Condition{Type: v1alpha1.ConditionClusterUnreachable, Status: metav1.ConditionTrue, Reason: reason, Message: strings.Join(parts, "; ")}
+}
+
+// usersOf names the jobs of a cluster: the creation job (CreationJobCluster) and the
+// verifications among names.
+func usersOf(names []string) string {
+	var parts, verifications []string
+	for _, n := range names {
+		if n == CreationJobCluster {
+			parts = append(parts, "the creation job")
+		} else {
+			verifications = append(verifications, n)
+		}
+	}
+	if len(verifications) > 0 {
+		slices.Sort(verifications)
+		parts = append(parts, "verifications "+strings.Join(verifications, ", "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// UnreadableCreation is the creation result while the creation job's cluster cannot be read:
+// Unknown with the cluster's problem, naming the job last seen (so that it is not created
+// again), read again when the cluster answers.
+func UnreadableCreation(last v1alpha1.ReleaseCreationJobResult, problem string) v1alpha1.ReleaseCreationJobResult {
+	return v1alpha1.ReleaseCreationJobResult{
+		Namespace: last.Namespace, Name: last.Name, Status: v1alpha1.CreationJobUnknown,
+		Message: conditions.Truncate(problem, conditions.MaxErrorLength) + "; the creation job is read again when the cluster answers",
+	}
 }

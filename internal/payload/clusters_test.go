@@ -128,3 +128,75 @@ func TestComputeStatusKeepsRunsOfAnUnreachableCluster(t *testing.T) {
 		t.Errorf("ClusterUnreachable = %+v, want False", c)
 	}
 }
+
+// TestComputeStatusCreationClusterUnreachable: while the creation job's cluster cannot be
+// read, an unfinished creation is Unknown naming the cluster and the job last seen (so that it
+// is not created again), the payload is neither created nor failed (PayloadCreated Unknown),
+// and ClusterUnreachable names the creation job; a finished creation stands; once the cluster
+// answers, the job decides.
+func TestComputeStatusCreationClusterUnreachable(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC))
+	problem := "cluster ns/farm unreachable: connection refused"
+	running := v1alpha1.ReleaseCreationJobResult{Namespace: "builds", Name: "t-build", Status: v1alpha1.CreationJobUnknown, Message: "creation job t-build is running"}
+	built := v1alpha1.ReleaseCreationJobResult{Namespace: "builds", Name: "t-build", Status: v1alpha1.CreationJobSuccess, Message: "the payload image was built"}
+	away := map[string]ClusterState{CreationJobCluster: {Cluster: "ns/farm", Problem: problem}}
+	back := map[string]ClusterState{CreationJobCluster: {Cluster: "ns/farm"}}
+	done := batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "builds", Name: "t-build"}}
+	jobstatus.Succeeded(&done, now)
+	for _, tt := range []struct {
+		name        string
+		last        v1alpha1.ReleaseCreationJobResult
+		obs         Observations
+		status      v1alpha1.CreationJobStatus
+		message     string
+		created     metav1.ConditionStatus
+		unreachable metav1.ConditionStatus
+	}{
+		{"running, cluster away: Unknown naming it and the job", running, Observations{Clusters: away}, v1alpha1.CreationJobUnknown, problem, metav1.ConditionUnknown, metav1.ConditionTrue},
+		{"never seen, cluster away", v1alpha1.ReleaseCreationJobResult{}, Observations{Clusters: away}, v1alpha1.CreationJobUnknown, problem, metav1.ConditionUnknown, metav1.ConditionTrue},
+		{"built, cluster away: the result stands", built, Observations{Clusters: away}, v1alpha1.CreationJobSuccess, "the payload image was built", metav1.ConditionTrue, metav1.ConditionTrue},
+		{"cluster back: the job decides", running, Observations{Clusters: back, CreationJobs: []batchv1.Job{done}}, v1alpha1.CreationJobSuccess, "", metav1.ConditionTrue, metav1.ConditionFalse},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &v1alpha1.ReleasePayload{Status: v1alpha1.ReleasePayloadStatus{ReleaseCreationJobResult: tt.last}}
+			status := ComputeStatus(p, tt.obs, now)
+			got := status.ReleaseCreationJobResult
+			if got.Status != tt.status || !strings.HasPrefix(got.Message, tt.message) {
+				t.Errorf("creation result %s %q, want %s %q…", got.Status, got.Message, tt.status, tt.message)
+			}
+			if tt.last.Name != "" && got.Name != tt.last.Name {
+				t.Errorf("creation job %q, want the one last seen, %q", got.Name, tt.last.Name)
+			}
+			if c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionPayloadCreated); c == nil || c.Status != tt.created {
+				t.Errorf("PayloadCreated = %+v, want %s", c, tt.created)
+			}
+			if meta.IsStatusConditionTrue(status.Conditions, v1alpha1.ConditionPayloadFailed) {
+				t.Error("PayloadFailed is True")
+			}
+			c := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionClusterUnreachable)
+			if c == nil || c.Status != tt.unreachable || !strings.Contains(c.Message, "ns/farm") {
+				t.Fatalf("ClusterUnreachable = %+v, want %s naming ns/farm", c, tt.unreachable)
+			}
+			if tt.unreachable == metav1.ConditionTrue && !strings.Contains(c.Message, "(the creation job)") {
+				t.Errorf("ClusterUnreachable %q does not name the creation job", c.Message)
+			}
+			if again := ComputeStatus(&v1alpha1.ReleasePayload{Status: status}, tt.obs, now); !equality.Semantic.DeepEqual(again, status) {
+				t.Errorf("computed again, the status changed:\n%+v\n%+v", status, again)
+			}
+		})
+	}
+}
+
+// TestClusterConditionNamesTheCreationJob: one cluster serving the creation job and
+// verifications names both.
+func TestClusterConditionNamesTheCreationJob(t *testing.T) {
+	problem := "cluster ns/farm unreachable: connection refused"
+	c := ClusterCondition(map[string]ClusterState{
+		CreationJobCluster: {Cluster: "ns/farm", Problem: problem},
+		"lint":             {Cluster: "ns/farm", Problem: problem},
+		"e2e":              {Cluster: "ns/farm", Problem: problem},
+	})
+	if want := problem + " (the creation job; verifications e2e, lint)"; c.Message != want {
+		t.Errorf("message %q, want %q", c.Message, want)
+	}
+}

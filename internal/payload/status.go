@@ -34,6 +34,9 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 		// The finished creation job was collected: its recorded result stands.
 		status.ReleaseCreationJobResult = p.Status.ReleaseCreationJobResult
 	}
+	if c, ok := obs.Clusters[CreationJobCluster]; ok && c.Problem != "" && !isFinal(status.ReleaseCreationJobResult.Status) {
+		status.ReleaseCreationJobResult = UnreadableCreation(p.Status.ReleaseCreationJobResult, c.Problem)
+	}
 	if result := &status.ReleaseCreationJobResult; result.Status == v1alpha1.CreationJobFailed {
 		if reason := FailureReason(result.Name, obs.CreationPods); reason != "" {
 			result.Message += "; the build said: " + reason

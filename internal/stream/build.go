@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/buildinput"
 	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/releaseimage"
 )
@@ -21,6 +22,10 @@ import (
 func (s *streamSync) build(ctx context.Context, p *v1alpha1.ReleasePayload) {
 	result := p.Status.ReleaseCreationJobResult
 	if result.Name != "" || result.Status == v1alpha1.CreationJobSuccess || result.Status == v1alpha1.CreationJobFailed {
+		return
+	}
+	if _, _, remote := buildinput.ClusterOf(p); remote {
+		s.buildRemote(ctx, p)
 		return
 	}
 	jobs, err := s.jobsOf(ctx, p)

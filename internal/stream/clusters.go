@@ -1,7 +1,8 @@
 package stream
 
-// The remote clusters a stream's verifications run on (spec.verification[].cluster): the
-// stream controller creates their Jobs there and collects them there.
+// The remote clusters a stream's verifications and creation Jobs run on
+// (spec.verification[].cluster, spec.creationCluster): the stream controller creates their
+// Jobs there and collects them there.
 
 import (
 	"context"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/buildinput"
 	"github.com/release-controller/release-controller/internal/clusters"
 	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/verify"
@@ -23,7 +25,8 @@ const ClusterUser = "stream"
 // server.
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 
-// useClusters declares the clusters the stream's payloads run verifications on, and keeps a
+// useClusters declares the clusters the stream's payloads run verifications and creation Jobs
+// on, and keeps a
 // view of each for the pass. Without a clusters manager, none is used.
 func (s *streamSync) useClusters(ctx context.Context) {
 	if s.r.Clusters == nil {
@@ -32,6 +35,7 @@ func (s *streamSync) useClusters(ctx context.Context) {
 	var used map[clusters.Key][]string
 	for i := range s.payloads {
 		used = verify.Clusters(used, &s.payloads[i])
+		used = buildinput.AddCluster(used, &s.payloads[i])
 	}
 	views, err := s.r.Clusters.Use(ctx, ClusterUser, types.NamespacedName{Namespace: s.stream.Namespace, Name: s.stream.Name}, used)
 	if err != nil {

@@ -22,14 +22,7 @@ import (
 // stream before it is created.
 func farmStream(t *testing.T, maxRetries int32, mutate func(*v1alpha1.ReleaseStream)) (ns string, p v1alpha1.ReleasePayload) {
 	t.Helper()
-	ctx := context.Background()
-	ns = env.Namespace(t)
-	g := NewWithT(t)
-	g.Expect(leaf.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	g.Expect(env.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "farm"},
-		Data:       map[string][]byte{v1alpha1.SecretKeyKubeconfig: leaf.Kubeconfig},
-	})).To(Succeed())
+	ns = farmNamespace(t)
 	pushImage(t, repo(ns, "api")+":latest", nil)
 	newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
 		e2e := jobVerification("e2e")
@@ -43,6 +36,21 @@ func farmStream(t *testing.T, maxRetries int32, mutate func(*v1alpha1.ReleaseStr
 	p = waitPayloads(t, ns, 1)[0]
 	build(t, &p)
 	return ns, p
+}
+
+// farmNamespace makes a namespace of its own, the namespace of the same name on the leaf, and
+// the Secret "farm" there holding the leaf's kubeconfig.
+func farmNamespace(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	g := NewWithT(t)
+	g.Expect(leaf.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	g.Expect(env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "farm"},
+		Data:       map[string][]byte{v1alpha1.SecretKeyKubeconfig: leaf.Kubeconfig},
+	})).To(Succeed())
+	return ns
 }
 
 // waitLeafJob waits for the controller to create the Job on the leaf.

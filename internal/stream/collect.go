@@ -44,7 +44,8 @@ func (s *streamSync) collect(ctx context.Context) {
 	s.payloads = remaining
 
 	s.collectJobs(ctx, s.r.Jobs, s.r.Client, "")
-	// And the jobs of the clusters the verifications run on, while they can be read.
+	// And the jobs of the clusters the verifications and creation jobs run on, while they can
+	// be read.
 	for key, view := range s.clusters {
 		if view.Synced() {
 			s.collectJobs(ctx, view.Jobs, view.Client, " on cluster "+key.String())
@@ -79,6 +80,13 @@ func (s *streamSync) collectJobs(ctx context.Context, cache *jobcache.Cache, w c
 	s.requeue(next)
 	background := metav1.DeletePropagationBackground
 	for _, j := range toDelete {
+		if j.Creation && where != "" {
+			// A creation Job on a creation cluster: its input ConfigMap goes with it.
+			if err := deleteBuildObjects(ctx, w, j.Namespace, j.Name); err != nil {
+				s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting job "+j.Name+where, err)
+			}
+			continue
+		}
 		var obj client.Object = &batchv1.Job{}
 		if j.Kind == "ProwJob" {
 			obj = &prowv1.ProwJob{}

@@ -28,6 +28,12 @@ func (s *streamSync) abortSuperseded(ctx context.Context) {
 			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Abort", "aborting "+p.Name, err)
 			continue
 		}
+		if remote, err := s.deleteRemoteBuild(ctx, p); remote {
+			if err != nil {
+				s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Abort", "stopping the build of "+p.Name+" on its creation cluster", err)
+			}
+			continue
+		}
 		background := metav1.DeletePropagationBackground
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: jobcontract.CreationJobName(p.Name)}}
 		if err := s.r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &background}); client.IgnoreNotFound(err) != nil {

@@ -34,6 +34,7 @@ func NewPayload(stream *v1alpha1.ReleaseStream, tag, hash string, components []v
 				MirrorRepository: stream.Spec.MirrorRepository,
 				Platforms:        slices.Clone(stream.Spec.Platforms),
 				BaseComponent:    stream.Spec.PayloadBaseComponent,
+				Cluster:          stream.Spec.CreationCluster.DeepCopy(),
 			},
 			PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{
 				Verifications: PerPlatform(stream.Spec.Verification),

@@ -80,6 +80,9 @@ type JobInfo struct {
 	FinishedAt time.Time
 	// Recorded says the payload's status holds the job's final result.
 	Recorded bool
+	// Creation says it is a creation Job (whose input ConfigMap, on a creation cluster, goes
+	// with it).
+	Creation bool
 }
 
 // JobsToCollect returns the jobs to delete: those whose payload is gone (orphans, running or

@@ -227,7 +227,8 @@ func jobsOfRecords(records []*jobcache.Record) payloadJobs {
 		if r.Kind == v1alpha1.RunKindJob && r.JobType == v1alpha1.JobTypeCreation {
 			jobs.creation++
 		}
-		jobs.infos = append(jobs.infos, JobInfo{Kind: string(r.Kind), Namespace: r.Namespace, Name: r.Name, PayloadKey: r.PayloadKey, FinishedAt: r.FinishedAt()})
+		jobs.infos = append(jobs.infos, JobInfo{Kind: string(r.Kind), Namespace: r.Namespace, Name: r.Name, PayloadKey: r.PayloadKey, FinishedAt: r.FinishedAt(),
+			Creation: r.Kind == v1alpha1.RunKindJob && r.JobType == v1alpha1.JobTypeCreation})
 	}
 	return jobs
 }
