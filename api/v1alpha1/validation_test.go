@@ -337,6 +337,14 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			s.Spec.Verification[0].Cluster = &v1alpha1.VerificationCluster{SecretRef: "farm", Namespace: "CI_jobs"}
 		},
 			"namespace must be a DNS label"},
+		{"a creation cluster without a Secret", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.CreationCluster = &v1alpha1.VerificationCluster{}
+		},
+			"spec.creationCluster.secretRef"},
+		{"a creation cluster namespace that is no label", func(s *v1alpha1.ReleaseStream) {
+			s.Spec.CreationCluster = &v1alpha1.VerificationCluster{SecretRef: "farm", Namespace: "CI_jobs"}
+		},
+			"namespace must be a DNS label"},
 		{"a ProwJob verification on a cluster", func(s *v1alpha1.ReleaseStream) {
 			s.Spec.Verification[0].Job = nil
 			s.Spec.Verification[0].ProwJob = &v1alpha1.ProwJobBackend{Spec: prowv1.ProwJobSpec{Job: "e2e"}}
