@@ -74,10 +74,12 @@ type PayloadCreationConfig struct {
 // PayloadVerificationConfig is the stream's verification list as it was when the payload was
 // created; later edits of the stream do not change it.
 type PayloadVerificationConfig struct {
-	// Verifications to run against the payload.
-	// +listType=map
-	// +listMapKey=name
+	// Verifications to run against the payload. Atomic, as the spec never changes: the API
+	// server then keeps no field ownership per verification and job template, which every
+	// status write would carry; names are kept unique by a rule instead.
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(v, self.exists_one(w, w.name == v.name))",message="verification names must be unique"
 	// +optional
 	Verifications []Verification `json:"verifications,omitempty"`
 }

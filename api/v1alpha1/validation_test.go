@@ -187,6 +187,11 @@ func TestInvalidPayloadsAreRejected(t *testing.T) {
 			"spec.components: Required value"},
 		{"duplicate components", func(p *v1alpha1.ReleasePayload) { p.Spec.Components = append(p.Spec.Components, p.Spec.Components[0]) },
 			"Duplicate value"},
+		{"duplicate verifications", func(p *v1alpha1.ReleasePayload) {
+			v := v1alpha1.Verification{Name: "e2e", Job: &v1alpha1.JobBackend{}}
+			p.Spec.PayloadVerificationConfig.Verifications = []v1alpha1.Verification{v, v}
+		},
+			"verification names must be unique"},
 		{"unknown override", func(p *v1alpha1.ReleasePayload) {
 			p.Spec.PayloadOverride = &v1alpha1.PayloadOverride{Override: "Maybe", Reason: "unsure"}
 		}, `spec.payloadOverride.override: Unsupported value: "Maybe": supported values: "Accepted", "Rejected"`},
