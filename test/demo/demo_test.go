@@ -68,7 +68,7 @@ func TestDemoPagesInBrowser(t *testing.T) {
 	bump(t, binary, dataDir, "api")
 	second, flaky := waitAccepted(t, dev, base, binary, dataDir, 2, flaky)
 	bump(t, binary, dataDir, "web", "--break", "e2e")
-	rejected := waitTags(t, dev, base, "Rejected", flaky+1)[0]
+	rejected := waitBroken(t, dev, base)
 	t.Logf("demo: accepted %s then %s, rejected %s", first, second, rejected)
 
 	ctx := testbrowser.New(t)
@@ -368,6 +368,41 @@ func waitAccepted(t *testing.T, dev *testbinary.Process, base, binary, dataDir s
 		}
 		if time.Now().After(limit) {
 			t.Fatalf("the demo had fewer than %d accepted payloads after %s; the end of the dev log:\n%s", n, demoWait, dev.Tail(40))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// waitBroken polls the REST API until the newest rejected payload is one that e2e failed
+// (a worker bump for a flaky rejection may itself be rejected by the flaky check) and none of
+// its verifications is pending: the verdict comes with the first blocking failure, the other
+// platform's e2e ends later, and the health page counts only ended checks.
+func waitBroken(t *testing.T, dev *testbinary.Process, base string) string {
+	t.Helper()
+	limit := time.Now().Add(demoWait)
+	for {
+		tag := waitTags(t, dev, base, "Rejected", 1)[0]
+		body, err := testbinary.Get(context.Background(), base+"/api/v1/releasestream/nightly/release/"+tag)
+		if err == nil {
+			var info struct {
+				Results struct {
+					Blocking map[string]struct{ State string } `json:"blockingJobs"`
+					Pending  map[string]json.RawMessage        `json:"pendingJobs"`
+				} `json:"results"`
+			}
+			if err := json.Unmarshal([]byte(body), &info); err != nil {
+				t.Fatalf("release info: %v\n%s", err, body)
+			}
+			e2eFailed := false
+			for name, job := range info.Results.Blocking {
+				e2eFailed = e2eFailed || strings.HasPrefix(name, "e2e") && job.State == "Failed"
+			}
+			if e2eFailed && len(info.Results.Pending) == 0 {
+				return tag
+			}
+		}
+		if time.Now().After(limit) {
+			t.Fatalf("no payload rejected by e2e with every check ended after %s (last: %s, %v); the end of the dev log:\n%s", demoWait, tag, err, dev.Tail(40))
 		}
 		time.Sleep(time.Second)
 	}
