@@ -199,9 +199,13 @@ rbac = $(CONTROLLER_GEN) rbac:roleName=release-controller-$(1) paths="$(subst $(
 generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Generate deepcopy code, CRDs, RBAC, the Helm chart's copies of them and the Connect API's Go code.
 	@echo "==> controller-gen $(CONTROLLER_GEN_VERSION): deepcopy, CRDs, RBAC"
 	$(CONTROLLER_GEN) object paths=./api/...
-	rm -rf config/crd/bases config/crd/test $(foreach c,$(RBAC_COMPONENTS),config/rbac/$(c)/role.yaml)
+	rm -rf config/crd/bases config/crd/test config/crd/policies $(foreach c,$(RBAC_COMPONENTS),config/rbac/$(c)/role.yaml)
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/prow/... output:crd:artifacts:config=config/crd/test
+	@echo "==> ReleasePayload: the spec's CEL rules into a ValidatingAdmissionPolicy, off the status writes (hack/admissiongen)"
+	mkdir -p config/crd/policies
+	$(GO) run ./hack/admissiongen --crd config/crd/bases/release-controller.dev_releasepayloads.yaml \
+		--policy config/crd/policies/release-controller.dev_releasepayloads-policy.yaml
 	@echo "==> RBAC per component: $(RBAC_COMPONENTS)"
 	hack/check-rbac-packages.sh $(foreach c,$(RBAC_COMPONENTS),$(RBAC_$(c)_PACKAGES))
 	$(call rbac,controller)

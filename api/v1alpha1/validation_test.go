@@ -3,6 +3,7 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,15 +15,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/testbinary"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
 
-// These tests check admission: the CRDs' OpenAPI and CEL rules, evaluated by a real API server.
+// These tests check admission: the CRDs' OpenAPI and CEL rules, and the ReleasePayload spec's
+// rules in their admission policy (config/crd/policies), evaluated by a real API server.
 
 var env *testenv.Env
 
@@ -261,6 +265,67 @@ func TestPayloadSpecIsImmutable(t *testing.T) {
 			tt.mutate(changed)
 			expectRejected(t, env.Client.Update(ctx, changed), tt.want)
 		})
+	}
+}
+
+// TestPayloadStatusWritesRunNoCEL counts the API server's CEL validations of custom resources
+// (apiserver_cel_evaluation_duration_seconds, one per validated object that has rules): a
+// payload's status write and a metadata-only write run none, since the spec's rules moved
+// into the admission policy (which matches no status writes and skips writes that leave the
+// spec as it was); a stream's status write, whose CRD keeps its rules, runs them.
+func TestPayloadStatusWritesRunNoCEL(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	hc, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evaluations := func() uint64 {
+		t.Helper()
+		resp, err := hc.Get(strings.TrimRight(env.Config.Host, "/") + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics, err := testbinary.ParseMetrics(string(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, n := metrics.HistogramSum("apiserver_cel_evaluation_duration_seconds", nil)
+		return n
+	}
+	p := validPayload(ns)
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	before := evaluations()
+	p.Status.Phase = v1alpha1.PhaseReady
+	p.Status.ReleaseCreationJobResult.Status = v1alpha1.CreationJobUnknown
+	if err := env.Client.Status().Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Labels = map[string]string{"example": "yes"}
+	if err := env.Client.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if n := evaluations(); n != before {
+		t.Errorf("a payload's status write and metadata-only write ran %d CEL validations", n-before)
+	}
+	s := validStream(ns)
+	if err := env.Client.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	before = evaluations()
+	s.Status.ObservedGeneration = s.Generation
+	if err := env.Client.Status().Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if n := evaluations(); n == before {
+		t.Errorf("a stream's status write ran no CEL validation: the metric does not count what this test needs")
 	}
 }
 

@@ -1,7 +1,9 @@
 // Command chartgen writes the Helm chart's generated files from config/, so that the chart
 // never holds a hand-kept copy of what `make generate` produces:
 //
-//   - crds/: the CustomResourceDefinitions of config/crd/bases, byte for byte;
+//   - crds/: the CustomResourceDefinitions of config/crd/bases and the admission policy of
+//     config/crd/policies (installed with them, as it holds the ReleasePayload spec's rules),
+//     byte for byte;
 //   - templates/rbac-generated.yaml: the ClusterRoles (and namespaced Roles) of
 //     config/rbac/<component>/role.yaml, with the chart's names and labels, Roles placed in the
 //     release's namespace.
@@ -41,8 +43,14 @@ func main() {
 }
 
 func run(configDir, chartDir string) error {
-	if err := copyCRDs(filepath.Join(configDir, "crd", "bases"), filepath.Join(chartDir, "crds")); err != nil {
+	crds := filepath.Join(chartDir, "crds")
+	if err := os.RemoveAll(crds); err != nil {
 		return err
+	}
+	for _, src := range []string{"bases", "policies"} {
+		if err := copyCRDs(filepath.Join(configDir, "crd", src), crds); err != nil {
+			return err
+		}
 	}
 	var out bytes.Buffer
 	fmt.Fprintf(&out, header, filepath.ToSlash(filepath.Join(configDir, "rbac", "*", "role.yaml")))
@@ -73,7 +81,7 @@ func run(configDir, chartDir string) error {
 	return os.WriteFile(filepath.Join(chartDir, "templates", "rbac-generated.yaml"), out.Bytes(), 0o644)
 }
 
-// copyCRDs makes dst hold exactly the YAML files of src.
+// copyCRDs copies the YAML files of src into dst.
 func copyCRDs(src, dst string) error {
 	names, err := filepath.Glob(filepath.Join(src, "*.yaml"))
 	if err != nil {
@@ -81,9 +89,6 @@ func copyCRDs(src, dst string) error {
 	}
 	if len(names) == 0 {
 		return fmt.Errorf("no CRDs in %s", src)
-	}
-	if err := os.RemoveAll(dst); err != nil {
-		return err
 	}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
 		return err
@@ -93,7 +98,11 @@ func copyCRDs(src, dst string) error {
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dst, filepath.Base(name)), data, 0o644); err != nil {
+		out := filepath.Join(dst, filepath.Base(name))
+		if _, err := os.Stat(out); err == nil {
+			return fmt.Errorf("%s: another file of config/crd has its name", name)
+		}
+		if err := os.WriteFile(out, data, 0o644); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/release-controller/release-controller/config/crd"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/devenv/demo"
 	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
@@ -142,6 +143,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	// The manager's client reads from its cache, which starts with the manager.
 	direct, err := client.New(cp.config, client.Options{Scheme: manager.NewScheme()})
 	if err != nil {
+		return err
+	}
+	// The ReleasePayload spec's rules live in an admission policy beside the CRDs.
+	if err := crd.InstallPolicies(ctx, direct); err != nil {
 		return err
 	}
 	if err := ensureNamespace(ctx, direct, DemoNamespace); err != nil {

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/release-controller/release-controller/config/crd"
 	"github.com/release-controller/release-controller/internal/manager"
 )
 
@@ -100,6 +101,9 @@ func StartWith(opts Options) (*Env, error) {
 	// Tests and benchmarks write a lot; the client-side rate limit would measure itself.
 	cfg.QPS, cfg.Burst = 5000, 10000
 	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	if err == nil {
+		err = crd.InstallPolicies(context.Background(), c)
+	}
 	if err != nil {
 		_ = env.Stop()
 		closeLogs()

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/config/crd"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/stream"
 	"github.com/release-controller/release-controller/internal/testbinary"
@@ -53,6 +54,16 @@ func TestKustomizeDefault(t *testing.T) {
 			t.Errorf("CRD %s differs from %s", crd.GetName(), path)
 		}
 	}
+	// And the admission policy holding the ReleasePayload spec's rules, with its binding.
+	policies, err := crd.Policies()
+	if err != nil || len(policies) == 0 {
+		t.Fatalf("no admission policies in config/crd/policies: %v", err)
+	}
+	for _, want := range policies {
+		if got := find(t, objs, want.GetKind(), want.GetName()); !reflect.DeepEqual(got.Object["spec"], want.Object["spec"]) {
+			t.Errorf("%s %s differs from config/crd/policies", want.GetKind(), want.GetName())
+		}
+	}
 	for _, u := range objs {
 		if u.GetKind() != "CustomResourceDefinition" && !isClusterScoped(u) && u.GetNamespace() != ns {
 			t.Errorf("%s is not in namespace %s", id(u), ns)
@@ -78,6 +89,9 @@ func TestKustomizeDefault(t *testing.T) {
 	checkFlags(t, objs)
 
 	applyTwice(t, objs)
+	if err := crd.WaitForPolicies(context.Background(), admin); err != nil {
+		t.Errorf("the installed ReleasePayload policy is not enforced: %v", err)
+	}
 	checkPodSecurity(t, objs)
 	checkOwnImage(t, controller, "release-controller-api", "release-controller@"+digest)
 }
@@ -763,7 +777,7 @@ func installServiceMonitorCRD(t testing.TB) {
 
 func isClusterScoped(u *unstructured.Unstructured) bool {
 	switch u.GetKind() {
-	case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding":
+	case "Namespace", "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 		return true
 	}
 	return false
