@@ -3,7 +3,6 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -276,22 +274,9 @@ func TestPayloadSpecIsImmutable(t *testing.T) {
 func TestPayloadStatusWritesRunNoCEL(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := context.Background()
-	hc, err := rest.HTTPClientFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	evaluations := func() uint64 {
 		t.Helper()
-		resp, err := hc.Get(strings.TrimRight(env.Config.Host, "/") + "/metrics")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		metrics, err := testbinary.ParseMetrics(string(body))
+		metrics, err := testbinary.ScrapeAPIServer(env.Config)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,11 +1,15 @@
 package testbinary
 
 import (
+	"fmt"
+	"io"
+	"net/http"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/rest"
 )
 
 // Metrics are the metric families of one scrape of a /metrics endpoint.
@@ -15,6 +19,25 @@ type Metrics map[string]*dto.MetricFamily
 func ParseMetrics(text string) (Metrics, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	return parser.TextToMetricFamilies(strings.NewReader(text))
+}
+
+// ScrapeAPIServer reads the /metrics of the API server cfg reaches (as cfg's user, who must
+// be allowed to).
+func ScrapeAPIServer(cfg *rest.Config) (Metrics, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Get(strings.TrimRight(cfg.Host, "/") + "/metrics")
+	if err != nil {
+		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping the API server's metrics: %s %v: %.512s", resp.Status, err, body)
+	}
+	return ParseMetrics(string(body))
 }
 
 // Sum adds up the counter, gauge or untyped samples of the metric name whose labels hold every

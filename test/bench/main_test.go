@@ -337,22 +337,9 @@ func apiServerMillis(before, after apiServerCounts, payloads int) (ours, jobs fl
 // admin) and sums the status writes of resource (releasepayloads, pipelines).
 func scrapeAPIServerCounts(b *testing.B, cfg *rest.Config, resource string) apiServerCounts {
 	b.Helper()
-	hc, err := rest.HTTPClientFor(cfg)
+	metrics, err := testbinary.ScrapeAPIServer(cfg)
 	if err != nil {
 		b.Fatal(err)
-	}
-	resp, err := hc.Get(strings.TrimRight(cfg.Host, "/") + "/metrics")
-	if err != nil {
-		b.Fatalf("scraping the API server's metrics: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		b.Fatalf("scraping the API server's metrics: %s %v: %.512s", resp.Status, err, body)
-	}
-	metrics, err := testbinary.ParseMetrics(string(body))
-	if err != nil {
-		b.Fatalf("reading the API server's metrics: %v", err)
 	}
 	w := apiServerCounts{requests: map[string]float64{}, seconds: map[string]float64{}}
 	metrics.Each("apiserver_request_duration_seconds", func(labels map[string]string, value float64) {
