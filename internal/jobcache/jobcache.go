@@ -121,10 +121,16 @@ func (r *Record) IsRun() bool {
 }
 
 // Run is the verification run (of verification r.Verification) the record shows; ok is false
-// for records of other jobs.
+// for records of other jobs. A run that succeeded carries no message (a Job's is "Reached
+// expected number of succeeded pods"): the payload's status holds every run, and each status
+// write costs the API server in proportion to its size.
 func (r *Record) Run() (run v1alpha1.JobRun, ok bool) {
 	if !r.IsRun() {
 		return v1alpha1.JobRun{}, false
+	}
+	message := r.Message
+	if r.State == v1alpha1.JobSuccess {
+		message = ""
 	}
 	return v1alpha1.JobRun{
 		Kind:           r.Kind,
@@ -134,7 +140,7 @@ func (r *Record) Run() (run v1alpha1.JobRun, ok bool) {
 		State:          r.State,
 		UpgradeFrom:    r.UpgradeFrom,
 		URL:            r.URL,
-		Message:        r.Message,
+		Message:        message,
 		StartTime:      metaTime(r.Started),
 		CompletionTime: metaTime(r.Completed),
 	}, true

@@ -102,11 +102,9 @@ func CreationResult(jobs []batchv1.Job) v1alpha1.ReleaseCreationJobResult {
 	state, message, _ := jobcache.JobOutcome(newest)
 	switch state {
 	case v1alpha1.JobSuccess:
+		// No message, here and in PayloadCreated: the status and reason say it, and a Job's
+		// own ("Reached expected number of succeeded pods") would cost every status write.
 		result.Status = v1alpha1.CreationJobSuccess
-		result.Message = message
-		if result.Message == "" {
-			result.Message = "the payload image was built"
-		}
 	case v1alpha1.JobFailure:
 		result.Status = v1alpha1.CreationJobFailed
 		result.Message = message

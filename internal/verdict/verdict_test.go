@@ -33,7 +33,7 @@ func TestVerificationState(t *testing.T) {
 	}{
 		{"no runs", v1alpha1.Verification{}, nil, P, "not started"},
 		{"running", v1alpha1.Verification{}, []v1alpha1.JobRun{run(1, P)}, P, "running"},
-		{"passed", v1alpha1.Verification{}, []v1alpha1.JobRun{run(1, S)}, S, "passed"},
+		{"passed", v1alpha1.Verification{}, []v1alpha1.JobRun{run(1, S)}, S, ""},
 		{"failed without retries", v1alpha1.Verification{}, []v1alpha1.JobRun{run(1, F)}, F, "failed 1 of 1 attempts"},
 		{"failed, retry pending", v1alpha1.Verification{MaxRetries: 2}, []v1alpha1.JobRun{run(1, F)}, P, "1 of 3 attempts failed; retry pending"},
 		{"failed, retry running", v1alpha1.Verification{MaxRetries: 2}, []v1alpha1.JobRun{run(1, F), run(2, P)}, P, "1 of 3 attempts failed; retry running"},
