@@ -15,8 +15,10 @@ import (
 // The caches hold every payload and its jobs for as long as they live: thousands of objects
 // whose pod templates, managed fields and last-applied annotations nobody here reads. The
 // transforms below drop them before an object is stored, so memory grows with what the
-// controllers use. Writes are merge patches of single fields (status, an annotation), so a
-// trimmed cached copy never sends the dropped fields back as deletions. (The payload and stream
+// controllers use. Writes are merge patches of single fields (status, an annotation) or, for a
+// payload's status, updates of the status subresource, which take the status alone and keep
+// the rest of the stored object, so a trimmed cached copy never sends the dropped fields back
+// as deletions. (The payload and stream
 // controllers read their Jobs and ProwJobs from jobcache.Cache, which keeps a small record of
 // each; the manager's caches of whole jobs are filled only for whoever reads them, the dev job
 // runner.)

@@ -122,12 +122,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// A verdict its evidence does not give was written by someone else; no other controller
 	// acted on it (verdict.Of), and this write replaces it.
 	untrusted := verdict.IsVerdict(payload.Status.Phase) && verdict.Of(&payload) != payload.Status.Phase
-	// The optimistic lock makes a write based on a stale cache fail and retry, so a run
-	// recorded by an earlier write is never dropped.
+	// An update of the status subresource, not a patch: the API server takes the status from
+	// it and keeps the rest (spec, metadata, managed fields) of the stored object, so the
+	// trimmed cached copy loses nothing, and it skips what a patch costs it (encoding the
+	// stored object, merging, decoding the result again). Its resourceVersion makes a write
+	// based on a stale cache fail and retry, so a run recorded by an earlier write is never
+	// dropped.
 	old := payload.DeepCopy()
-	patch := client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})
 	payload.Status = status
-	if err := r.Status().Patch(ctx, &payload, patch); err != nil {
+	if err := r.Status().Update(ctx, &payload); err != nil {
 		switch {
 		case apierrors.IsNotFound(err):
 			return ctrl.Result{}, nil // deleted meanwhile
