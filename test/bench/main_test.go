@@ -354,7 +354,7 @@ func scrapeAPIServerCounts(b *testing.B, cfg *rest.Config, resource string) apiS
 		}
 		w.requests[key] += value
 		if labels["resource"] != resource || labels["subresource"] != "status" ||
-			!slices.Contains([]string{"PATCH", "UPDATE", "APPLY"}, labels["verb"]) {
+			!slices.Contains([]string{"PUT", "PATCH", "UPDATE", "APPLY"}, labels["verb"]) {
 			return
 		}
 		switch code := labels["code"]; {
