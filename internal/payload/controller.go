@@ -123,14 +123,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// acted on it (verdict.Of), and this write replaces it.
 	untrusted := verdict.IsVerdict(payload.Status.Phase) && verdict.Of(&payload) != payload.Status.Phase
 	// An update of the status subresource, not a patch: the API server takes the status from
-	// it and keeps the rest (spec, metadata, managed fields) of the stored object, so the
-	// trimmed cached copy loses nothing, and it skips what a patch costs it (encoding the
-	// stored object, merging, decoding the result again). Its resourceVersion makes a write
-	// based on a stale cache fail and retry, so a run recorded by an earlier write is never
-	// dropped.
+	// it and keeps the rest (spec, metadata, managed fields) of the stored object, and skips
+	// what a patch costs it (encoding the stored object, merging, decoding the result again).
+	// So the request carries the status alone: a payload's spec can hold a thousand
+	// components, which the API server would decode for nothing. Its resourceVersion makes a
+	// write based on a stale cache fail and retry, so a run recorded by an earlier write is
+	// never dropped.
 	old := payload.DeepCopy()
 	payload.Status = status
-	if err := r.Status().Update(ctx, &payload); err != nil {
+	write := &v1alpha1.ReleasePayload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: payload.Namespace, Name: payload.Name, ResourceVersion: payload.ResourceVersion},
+		Status:     status,
+	}
+	if err := r.Status().Update(ctx, write); err != nil {
 		switch {
 		case apierrors.IsNotFound(err):
 			return ctrl.Result{}, nil // deleted meanwhile
@@ -140,6 +145,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.report.Fail(ctx, &payload, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the status", err)
 		return ctrl.Result{}, fmt.Errorf("writing status of payload %s: %w", req, err)
 	}
+	payload.ResourceVersion = write.ResourceVersion
 	StatusWrites.Inc()
 	r.written.Wrote(req.NamespacedName, old.ResourceVersion, payload.ResourceVersion, struct{}{})
 	if untrusted {

@@ -80,6 +80,15 @@ func TestAllBlockingPassAccepts(t *testing.T) {
 	if v := verification(p, "lint"); v.State != v1alpha1.JobPending || len(v.Runs) != 1 {
 		t.Errorf("informing job recorded as %+v", v)
 	}
+	// The status writes carry the status alone; the stored spec, job templates included, stays.
+	for _, v := range p.Spec.PayloadVerificationConfig.Verifications {
+		if v.Job == nil || len(v.Job.Template.Spec.Template.Spec.Containers) == 0 {
+			t.Errorf("verification %s lost its job template: %+v", v.Name, v)
+		}
+	}
+	if len(p.Spec.Components) == 0 || p.Spec.PayloadCoordinates.Tag != tag {
+		t.Errorf("the spec changed: %+v", p.Spec)
+	}
 }
 
 func TestBlockingFailureRejects(t *testing.T) {
