@@ -37,8 +37,11 @@ func Transitions(old, cur *v1alpha1.ReleasePayloadStatus) []Transition {
 		return c.Message, true
 	}
 	if message, ok := turned(v1alpha1.ConditionPayloadCreated); ok {
-		ts = append(ts, Transition{corev1.EventTypeNormal, v1alpha1.EventBuildSucceeded, "Build",
-			fmt.Sprintf("the payload image was built by %s: %s", cur.ReleaseCreationJobResult.Name, message)})
+		built := "the payload image was built by " + cur.ReleaseCreationJobResult.Name
+		if message != "" {
+			built += ": " + message
+		}
+		ts = append(ts, Transition{corev1.EventTypeNormal, v1alpha1.EventBuildSucceeded, "Build", built})
 	}
 	if message, ok := turned(v1alpha1.ConditionPayloadFailed); ok {
 		ts = append(ts, Transition{corev1.EventTypeWarning, v1alpha1.EventBuildFailed, "Build", "the payload failed: " + message})

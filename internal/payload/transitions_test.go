@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -51,6 +53,16 @@ func TestTransitions(t *testing.T) {
 			name: "built",
 			old:  statusWith(v1alpha1.PhasePending, nil), cur: statusWith(v1alpha1.PhaseReady, created),
 			want: []Transition{{"Normal", v1alpha1.EventBuildSucceeded, "Build", "the payload image was built by p-build: PayloadCreated message"}},
+		},
+		{
+			name: "built, the condition without a message (a creation Job that succeeded has none)",
+			old:  statusWith(v1alpha1.PhasePending, nil),
+			cur: func() v1alpha1.ReleasePayloadStatus {
+				s := statusWith(v1alpha1.PhaseReady, created)
+				meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionPayloadCreated).Message = ""
+				return s
+			}(),
+			want: []Transition{{"Normal", v1alpha1.EventBuildSucceeded, "Build", "the payload image was built by p-build"}},
 		},
 		{
 			name: "build failed",
