@@ -67,9 +67,10 @@ const ConflictRetryDelay = 50 * time.Millisecond
 const DefaultWorkers = 8
 
 // Payloads and the creation jobs' pods are read from the manager's cache, Jobs and ProwJobs
-// from the job cache's informers: list and watch only. The status is written with a patch.
+// from the job cache's informers: list and watch only. The status is written with an update
+// of the status subresource.
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=list;watch
-// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=patch
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=update
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=list;watch
 // +kubebuilder:rbac:groups=prow.k8s.io,resources=prowjobs,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch

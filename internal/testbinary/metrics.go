@@ -34,8 +34,11 @@ func ScrapeAPIServer(cfg *rest.Config) (Metrics, error) {
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("scraping the API server's metrics: %s %v: %.512s", resp.Status, err, body)
+	if err != nil {
+		return nil, fmt.Errorf("scraping the API server's metrics: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scraping the API server's metrics: %s: %.512s", resp.Status, body)
 	}
 	return ParseMetrics(string(body))
 }
