@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -29,6 +30,10 @@ import (
 
 // IndexStream indexes payloads by their stream's name.
 const IndexStream = "spec.payloadCoordinates.stream"
+
+// IndexUpgradeSource indexes streams by the other streams their upgrade verifications start
+// from (spec.verification[].from.stream).
+const IndexUpgradeSource = "spec.verification.from.stream"
 
 // DefaultImportInterval is how often components followed by tag are resolved again.
 const DefaultImportInterval = time.Minute
@@ -258,6 +263,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return fmt.Errorf("indexing payloads by stream: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ReleaseStream{}, IndexUpgradeSource, upgradeSources); err != nil {
+		return fmt.Errorf("indexing streams by upgrade source: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr)
 	if r.Clusters != nil {
 		// As for local jobs, a job's change reaches the stream through its payload's status;
@@ -267,10 +275,47 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	return b.
 		Named("releasestream").
 		For(&v1alpha1.ReleaseStream{}).
-		Watches(&v1alpha1.ReleasePayload{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
+		// A stream that appears, changes or goes away changes what the upgrades starting
+		// from it can do: its dependents plan again (UpgradeSourceMissing ends, or starts).
+		Watches(&v1alpha1.ReleaseStream{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return r.upgradingFrom(ctx, obj.GetNamespace(), obj.GetName())
+		})).
+		// A payload's change is its stream's, and, once accepted or no longer, that of the
+		// streams whose upgrades start from its stream.
+		Watches(&v1alpha1.ReleasePayload{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 			p := obj.(*v1alpha1.ReleasePayload)
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.PayloadCoordinates.Stream}}}
+			own := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.PayloadCoordinates.Stream}}
+			return append(r.upgradingFrom(ctx, p.Namespace, p.Spec.PayloadCoordinates.Stream), own)
 		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4, RateLimiter: NewRateLimiter()}).
 		Complete(r)
+}
+
+// upgradeSources is IndexUpgradeSource's value of a stream: each other stream its upgrade
+// verifications start from, once.
+func upgradeSources(obj client.Object) []string {
+	var names []string
+	for _, v := range obj.(*v1alpha1.ReleaseStream).Spec.Verification {
+		if v.From != nil && !slices.Contains(names, v.From.Stream) {
+			names = append(names, v.From.Stream)
+		}
+	}
+	return names
+}
+
+// upgradingFrom is the streams of namespace whose upgrade verifications start from stream.
+// A failed read of the cache enqueues none: the dependents still plan on their own passes.
+func (r *Reconciler) upgradingFrom(ctx context.Context, namespace, stream string) []reconcile.Request {
+	var list v1alpha1.ReleaseStreamList
+	if err := r.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{IndexUpgradeSource: stream}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "listing the streams that upgrade from a stream", "namespace", namespace, "stream", stream)
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for _, s := range list.Items {
+		if s.Name != stream {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+		}
+	}
+	return reqs
 }

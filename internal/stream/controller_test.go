@@ -328,7 +328,10 @@ func TestMirror(t *testing.T) {
 
 // TestUpgradeFromAnotherStream: an upgrade verification with from.stream starts from that
 // stream's accepted payload. While the stream does not exist, the payload waits and the
-// stream's Ready says why; it is never skipped, nor started from this stream.
+// stream's Ready says why; it is never skipped, nor started from this stream. Once the stream
+// exists, the payload is planned again (the source stream's changes enqueue its dependents):
+// with no accepted payload there yet, the upgrade is skipped; the next payload, after one was
+// accepted, upgrades from it.
 func TestUpgradeFromAnotherStream(t *testing.T) {
 	ns := env.Namespace(t)
 	pushImage(t, repo(ns, "api")+":latest", nil)
@@ -339,7 +342,7 @@ func TestUpgradeFromAnotherStream(t *testing.T) {
 		s.Spec.Verification = []v1alpha1.Verification{upgrade}
 	}, "api")
 	p := waitPayloads(t, ns, 1)[0]
-	image := build(t, &p)
+	build(t, &p)
 	waitStream(t, nightly, func(g Gomega, s *v1alpha1.ReleaseStream) {
 		ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
 		g.Expect(ready).NotTo(BeNil())
@@ -351,7 +354,9 @@ func TestUpgradeFromAnotherStream(t *testing.T) {
 	})
 	NewWithT(t).Expect(got.Annotations).NotTo(HaveKey(v1alpha1.AnnotationUpgradeSkipped))
 
-	// The stream appears, with an accepted payload: the upgrade starts from it.
+	// The stream appears, with no accepted payload yet: the dependent stream is told at once
+	// (not at its next retry), and the waiting upgrade is skipped, as one with no earlier
+	// accepted release in its own stream is.
 	newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
 		s.Name, s.Spec.TagPrefix, s.Spec.PayloadRepository = "stable", "4.14.0", repo(ns, "stable")
 	}, "api")
@@ -365,13 +370,36 @@ func TestUpgradeFromAnotherStream(t *testing.T) {
 		}
 		g.Expect(false).To(BeTrue(), "no payload of stable yet")
 	}).WithTimeout(waitTimeout).Should(Succeed())
+	waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationUpgradeSkipped, "upgrade-minor"))
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseAccepted))
+	})
+	waitStream(t, nightly, func(g Gomega, s *v1alpha1.ReleaseStream) {
+		ready := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+	})
+
+	// Once the stable stream has an accepted payload, the next nightly upgrades from it.
 	stableImage := build(t, &stable)
 	waitPayload(t, ns, stable.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
 		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseAccepted))
 	})
-	run := waitJob(t, ns, jobcontract.RunName(p.Name, "upgrade-minor", 1))
+	pushImage(t, repo(ns, "api")+":latest", map[string]string{"build": "2"})
+	var next v1alpha1.ReleasePayload
+	NewWithT(t).Eventually(func(g Gomega) {
+		for _, q := range payloads(g, ns) {
+			if q.Spec.PayloadCoordinates.Stream == "nightly" && q.Name != p.Name {
+				next = q
+				return
+			}
+		}
+		g.Expect(false).To(BeTrue(), "no second nightly payload yet")
+	}).WithTimeout(waitTimeout).Should(Succeed())
+	nextImage := build(t, &next)
+	run := waitJob(t, ns, jobcontract.RunName(next.Name, "upgrade-minor", 1))
 	NewWithT(t).Expect(envOf(run)).To(Equal(map[string]string{
-		v1alpha1.EnvReleaseImageLatest: image, v1alpha1.EnvReleaseTag: p.Name, v1alpha1.EnvReleaseStream: "nightly",
+		v1alpha1.EnvReleaseImageLatest: nextImage, v1alpha1.EnvReleaseTag: next.Name, v1alpha1.EnvReleaseStream: "nightly",
 		v1alpha1.EnvReleaseImageInitial: stableImage,
 	}))
 }
