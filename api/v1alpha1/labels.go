@@ -18,6 +18,14 @@ const (
 	LabelPayloadNamespace = "release-controller.dev/payload-namespace"
 )
 
+// LabelContent tells the ConfigMaps the stream controller keeps beside a stream (labelled
+// LabelStream) apart: ContentVerificationTemplates for a payload's verification templates
+// (see VerificationTemplates); absent on the stream's upgrade graph.
+const (
+	LabelContent                 = "release-controller.dev/content"
+	ContentVerificationTemplates = "verification-templates"
+)
+
 // Values of LabelJobType.
 const (
 	JobTypeCreation     = "creation"

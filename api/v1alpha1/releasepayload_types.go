@@ -72,7 +72,12 @@ type PayloadCreationConfig struct {
 }
 
 // PayloadVerificationConfig is the stream's verification list as it was when the payload was
-// created; later edits of the stream do not change it.
+// created; later edits of the stream do not change it. The job templates are either inline
+// (each verification sets job or prowJob) or, as the stream controller writes them, kept once
+// per distinct list in a ConfigMap that TemplatesFrom names: then the verifications set no
+// backend, and the payload, which every status write carries whole, is kilobytes smaller.
+// +kubebuilder:validation:XValidation:rule="has(self.templatesFrom) || !has(self.verifications) || self.verifications.all(v, has(v.job) != has(v.prowJob))",message="exactly one of job or prowJob must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.templatesFrom) || !has(self.verifications) || self.verifications.all(v, !has(v.job) && !has(v.prowJob))",message="with templatesFrom, no verification sets job or prowJob: their templates are in the ConfigMap"
 type PayloadVerificationConfig struct {
 	// Verifications to run against the payload. Atomic, as the spec never changes: the API
 	// server then keeps no field ownership per verification and job template, which every
@@ -82,7 +87,30 @@ type PayloadVerificationConfig struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(v, self.exists_one(w, w.name == v.name))",message="verification names must be unique"
 	// +optional
 	Verifications []Verification `json:"verifications,omitempty"`
+
+	// TemplatesFrom names the ConfigMap, in the payload's namespace, holding the verifications
+	// with their job templates; unset, the templates are inline.
+	// +optional
+	TemplatesFrom *VerificationTemplates `json:"templatesFrom,omitempty"`
 }
+
+// VerificationTemplates is a ConfigMap holding a verification list, job templates included,
+// as JSON under the key VerificationTemplatesKey. The stream controller creates one per
+// stream and distinct list, immutable; the launcher refuses one whose content is not the one
+// recorded.
+type VerificationTemplates struct {
+	// ConfigMap is the ConfigMap's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ConfigMap string `json:"configMap"`
+
+	// Digest is the sha256 of the key's value, as sha256:<hex>.
+	// +kubebuilder:validation:XValidation:rule="self.matches('^sha256:[a-f0-9]{64}$')",message="digest must be sha256:<64 hex digits>"
+	Digest string `json:"digest"`
+}
+
+// VerificationTemplatesKey is the key of a VerificationTemplates ConfigMap.
+const VerificationTemplatesKey = "verifications.json"
 
 // PayloadOverrideType forces a payload's verdict.
 // +kubebuilder:validation:Enum=Accepted;Rejected

@@ -122,6 +122,7 @@ type ReleaseStreamSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(v, has(v.job) != has(v.prowJob))",message="exactly one of job or prowJob must be set"
 	// +optional
 	Verification []Verification `json:"verification,omitempty"`
 

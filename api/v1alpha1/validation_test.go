@@ -104,6 +104,15 @@ func TestValidObjectsAreAdmittedWithDefaults(t *testing.T) {
 	if err := env.Client.Update(ctx, p); err != nil {
 		t.Errorf("setting the override: %v", err)
 	}
+	// Templates kept in a ConfigMap: the verifications name no backend.
+	withTemplates := validPayload(ns)
+	withTemplates.Name += "-templates"
+	withTemplates.Spec.PayloadCoordinates.Tag = withTemplates.Name
+	withTemplates.Spec.PayloadVerificationConfig.Verifications[0].Job = nil
+	withTemplates.Spec.PayloadVerificationConfig.TemplatesFrom = &v1alpha1.VerificationTemplates{ConfigMap: "nightly-verifications-0123456789abcdef", Digest: "sha256:" + strings.Repeat("a", 64)}
+	if err := env.Client.Create(ctx, withTemplates); err != nil {
+		t.Errorf("creating a payload whose templates are in a ConfigMap: %v", err)
+	}
 	// A verification that was not run is Skipped.
 	p.Status.ReleaseCreationJobResult.Status = v1alpha1.CreationJobSuccess
 	p.Status.Verifications = []v1alpha1.VerificationStatus{{Name: "e2e", Type: v1alpha1.Blocking, State: v1alpha1.JobSkipped, Message: "skipped"}}
@@ -205,6 +214,13 @@ func TestInvalidPayloadsAreRejected(t *testing.T) {
 		}, "exactly one of job or prowJob must be set"},
 		{"no backend", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadVerificationConfig.Verifications[0].Job = nil },
 			"exactly one of job or prowJob must be set"},
+		{"templates in a ConfigMap and inline", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.PayloadVerificationConfig.TemplatesFrom = &v1alpha1.VerificationTemplates{ConfigMap: "t", Digest: "sha256:" + strings.Repeat("0", 64)}
+		}, "with templatesFrom, no verification sets job or prowJob"},
+		{"templates digest that is no digest", func(p *v1alpha1.ReleasePayload) {
+			p.Spec.PayloadVerificationConfig.Verifications[0].Job = nil
+			p.Spec.PayloadVerificationConfig.TemplatesFrom = &v1alpha1.VerificationTemplates{ConfigMap: "t", Digest: "latest"}
+		}, "digest must be sha256:<64 hex digits>"},
 		{"negative retries", func(p *v1alpha1.ReleasePayload) { p.Spec.PayloadVerificationConfig.Verifications[0].MaxRetries = -1 },
 			"maxRetries: Invalid value: -1: spec.payloadVerificationConfig.verifications[0].maxRetries in body should be greater than or equal to 0"},
 		{"zero aggregated runs", func(p *v1alpha1.ReleasePayload) {
@@ -400,6 +416,8 @@ func TestInvalidStreamsAreRejected(t *testing.T) {
 			s.Spec.CreationCluster = &v1alpha1.VerificationCluster{SecretRef: "farm", Namespace: "CI_jobs"}
 		},
 			"namespace must be a DNS label"},
+		{"a verification with no backend", func(s *v1alpha1.ReleaseStream) { s.Spec.Verification[0].Job = nil },
+			"spec.verification: Invalid value: exactly one of job or prowJob must be set"},
 		{"a ProwJob verification on a cluster", func(s *v1alpha1.ReleaseStream) {
 			s.Spec.Verification[0].Job = nil
 			s.Spec.Verification[0].ProwJob = &v1alpha1.ProwJobBackend{Spec: prowv1.ProwJobSpec{Job: "e2e"}}

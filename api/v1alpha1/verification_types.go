@@ -41,12 +41,14 @@ type UpgradeSourceStream struct {
 	Stream string `json:"stream"`
 }
 
-// Verification is one test a payload must (blocking) or may (informing) pass.
+// Verification is one test a payload must (blocking) or may (informing) pass. A stream's
+// verification sets exactly one backend (job or prowJob); a payload's sets none when its
+// templates are kept in a ConfigMap (PayloadVerificationConfig.TemplatesFrom).
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.from) || has(self.upgradeFrom)",message="from needs upgradeFrom: from names the stream the upgrade starts from, upgradeFrom which of its accepted payloads"
-// +kubebuilder:validation:XValidation:rule="has(self.job) != has(self.prowJob)",message="exactly one of job or prowJob must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.job) || !has(self.prowJob)",message="job and prowJob cannot both be set"
 // +kubebuilder:validation:XValidation:rule="!has(self.aggregation) || !has(self.maxRetries) || self.maxRetries == 0",message="maxRetries cannot be combined with aggregation: an aggregated verification judges its runs together"
-// +kubebuilder:validation:XValidation:rule="!has(self.cluster) || has(self.job)",message="cluster runs job backends only: a ProwJob is created where Prow runs (prowJob.namespace), and Prow picks its build cluster"
+// +kubebuilder:validation:XValidation:rule="!has(self.cluster) || !has(self.prowJob)",message="cluster runs job backends only: a ProwJob is created where Prow runs (prowJob.namespace), and Prow picks its build cluster"
 // +kubebuilder:validation:XValidation:rule="!has(self.platforms) || size(self.platforms) < 2 || self.platforms.all(p, size(self.name) + size(p) <= 63)",message="name is too long for one verification per platform: <name>-<arch> must fit in 63 characters"
 type Verification struct {
 	// Name identifies the verification in the payload's status and in the

@@ -16,6 +16,9 @@ import (
 // (v1alpha1.AnnotationRefusedRuns) and the payload controller counts it as a failed run with
 // the API server's message: it uses up an attempt, and the payload reaches a verdict.
 
+// The same holds for a run whose job templates cannot be read any more (the ConfigMap a
+// payload names is gone or holds other content): CauseTemplatesUnusable.
+
 // RefusedRun is one refused run.
 type RefusedRun struct {
 	Verification string           `json:"verification"`
@@ -23,6 +26,24 @@ type RefusedRun struct {
 	Kind         v1alpha1.RunKind `json:"kind"`
 	Message      string           `json:"message"`
 	At           metav1.Time      `json:"at"`
+	// Cause is why the run was never created: CauseRefused (empty) or CauseTemplatesUnusable.
+	Cause string `json:"cause,omitempty"`
+}
+
+// Causes of a RefusedRun.
+const (
+	// CauseRefused: the API server refused the run's object.
+	CauseRefused = ""
+	// CauseTemplatesUnusable: the payload's job templates could not be read.
+	CauseTemplatesUnusable = "TemplatesUnusable"
+)
+
+// RunMessage is the message of the failed run r stands for.
+func (r RefusedRun) RunMessage() string {
+	if r.Cause == CauseTemplatesUnusable {
+		return "the run's job template could not be read: " + r.Message
+	}
+	return "the API server refused the run's object: " + r.Message
 }
 
 // maxRefusedMessage bounds each message, so that the annotation stays small.

@@ -133,6 +133,9 @@ func compactPayload(p *v1alpha1.ReleasePayload) {
 	spec.PayloadCreationConfig.Repository = intern(spec.PayloadCreationConfig.Repository)
 	spec.PayloadCreationConfig.MirrorRepository = intern(spec.PayloadCreationConfig.MirrorRepository)
 	spec.PayloadVerificationConfig.Verifications = exact(spec.PayloadVerificationConfig.Verifications)
+	if t := spec.PayloadVerificationConfig.TemplatesFrom; t != nil {
+		t.ConfigMap, t.Digest = intern(t.ConfigMap), intern(t.Digest)
+	}
 	for i := range spec.PayloadVerificationConfig.Verifications {
 		v := &spec.PayloadVerificationConfig.Verifications[i]
 		v.Name, v.Type, v.UpgradeFrom = intern(v.Name), intern(v.Type), intern(v.UpgradeFrom)

@@ -76,7 +76,7 @@ func RefusedRuns(p *v1alpha1.ReleasePayload, records []*jobcache.Record) []Obser
 		at := r.At
 		runs = append(runs, ObservedRun{Verification: r.Verification, Run: v1alpha1.JobRun{
 			Kind: r.Kind, Namespace: p.Namespace, Name: name, Attempt: r.Attempt, State: v1alpha1.JobFailure,
-			Message: "the API server refused the run's object: " + r.Message, StartTime: &at, CompletionTime: &at,
+			Message: r.RunMessage(), StartTime: &at, CompletionTime: &at,
 		}})
 	}
 	return runs

@@ -42,6 +42,7 @@ func (s *streamSync) collect(ctx context.Context) {
 		}
 	}
 	s.payloads = remaining
+	s.collectTemplates(ctx)
 
 	s.collectJobs(ctx, s.r.Jobs, s.r.Client, "")
 	// And the jobs of the clusters the verifications and creation jobs run on, while they can

@@ -60,7 +60,19 @@ func (s *streamSync) createPayload(ctx context.Context, pinned []v1alpha1.Pinned
 		}
 		pinned = mirrored
 	}
-	p := NewPayload(s.stream, tag, hash, pinned)
+	var templates *v1alpha1.VerificationTemplates
+	if verifications := PerPlatform(s.stream.Spec.Verification); len(verifications) > 0 {
+		cm, ref, err := VerificationTemplates(s.stream, verifications)
+		if err == nil {
+			err = s.ensureTemplates(ctx, cm, ref)
+		}
+		if err != nil {
+			s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Create", "keeping the verification templates of "+tag, err)
+			return
+		}
+		templates = ref
+	}
+	p := NewPayload(s.stream, tag, hash, pinned, templates)
 	if err := s.r.Create(ctx, p); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			s.requeue(time.Second) // created in this very second already: the next tag comes with the next second

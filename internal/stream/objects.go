@@ -14,8 +14,14 @@ import (
 )
 
 // NewPayload is the payload of stream for tag, pinning components and copying the stream's
-// verification list, so later edits of the stream do not change it.
-func NewPayload(stream *v1alpha1.ReleaseStream, tag, hash string, components []v1alpha1.PinnedComponent) *v1alpha1.ReleasePayload {
+// verification list, so later edits of the stream do not change it. With templates, the
+// verifications' job templates are in that ConfigMap (see VerificationTemplates) and the
+// payload lists the verifications without them; nil: inline.
+func NewPayload(stream *v1alpha1.ReleaseStream, tag, hash string, components []v1alpha1.PinnedComponent, templates *v1alpha1.VerificationTemplates) *v1alpha1.ReleasePayload {
+	verifications := PerPlatform(stream.Spec.Verification)
+	if templates != nil {
+		verifications = WithoutBackends(verifications)
+	}
 	return &v1alpha1.ReleasePayload{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   stream.Namespace,
@@ -37,7 +43,8 @@ func NewPayload(stream *v1alpha1.ReleaseStream, tag, hash string, components []v
 				Cluster:          stream.Spec.CreationCluster.DeepCopy(),
 			},
 			PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{
-				Verifications: PerPlatform(stream.Spec.Verification),
+				Verifications: verifications,
+				TemplatesFrom: templates.DeepCopy(),
 			},
 		},
 	}

@@ -67,20 +67,26 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 	if len(launches) == 0 {
 		return
 	}
-	templates, err := s.verificationTemplates(ctx, p)
-	if err != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "reading the verifications of "+p.Name, err)
+	templates, readErr := s.readTemplates(ctx, p)
+	if readErr != nil && !isUnusable(readErr) {
+		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "reading the verifications of "+p.Name, readErr)
 		return
 	}
 	for _, l := range launches {
-		l.Verification = templates[l.Verification.Name]
 		name := jobcontract.RunName(p.Name, l.Verification.Name, l.Attempt)
+		if readErr != nil {
+			// Gone or changed: no later read brings the templates back, so each run fails
+			// with the reason, against its retries, and the payload reaches a verdict.
+			s.recordRefusal(ctx, p, l, name, jobcontract.CauseTemplatesUnusable, readErr)
+			continue
+		}
+		l.Verification = templates[l.Verification.Name]
 		created, err := s.launch(ctx, p, l)
 		switch {
 		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 			// The template itself is wrong: trying again gives the same answer. The run
 			// failed, with the API server's message, and counts against the retries.
-			s.recordRefusal(ctx, p, l, name, err)
+			s.recordRefusal(ctx, p, l, name, jobcontract.CauseRefused, err)
 		case err != nil:
 			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", fmt.Sprintf("launching %s of %s", name, p.Name), err)
 		case created:
@@ -89,15 +95,15 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 	}
 }
 
-// recordRefusal records that the API server refused run name of p (see
-// jobcontract.RefusedRun) and reports it: a Warning Event on the payload.
-func (s *streamSync) recordRefusal(ctx context.Context, p *v1alpha1.ReleasePayload, l verify.Launch, name string, refusal error) {
+// recordRefusal records that run name of p could not be created, for cause (see
+// jobcontract.RefusedRun), and reports it: a Warning Event on the payload.
+func (s *streamSync) recordRefusal(ctx context.Context, p *v1alpha1.ReleasePayload, l verify.Launch, name, cause string, refusal error) {
 	kind := v1alpha1.RunKindJob
 	if l.Verification.ProwJob != nil {
 		kind = v1alpha1.RunKindProwJob
 	}
 	value, err := jobcontract.WithRefusedRun(p, name, jobcontract.RefusedRun{
-		Verification: l.Verification.Name, Attempt: l.Attempt, Kind: kind, Message: refusal.Error(), At: metav1.NewTime(s.now),
+		Verification: l.Verification.Name, Attempt: l.Attempt, Kind: kind, Message: refusal.Error(), At: metav1.NewTime(s.now), Cause: cause,
 	})
 	if err == nil {
 		patch := client.MergeFrom(p.DeepCopy())
@@ -106,6 +112,10 @@ func (s *streamSync) recordRefusal(ctx context.Context, p *v1alpha1.ReleasePaylo
 	}
 	if err != nil {
 		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "recording the refused run "+name+" of "+p.Name, err)
+		return
+	}
+	if cause == jobcontract.CauseTemplatesUnusable {
+		s.r.report.Warningf(ctx, p, nil, v1alpha1.EventVerificationFailed, "Verify", "%s was not created: %v", name, refusal)
 		return
 	}
 	s.r.report.Warningf(ctx, p, nil, v1alpha1.EventVerificationFailed, "Verify", "the API server refused %s %s: %v", kind, name, refusal)
@@ -127,24 +137,6 @@ func (s *streamSync) reportLaunch(ctx context.Context, p *v1alpha1.ReleasePayloa
 		s.r.report.Eventf(ctx, p, nil, v1alpha1.EventVerificationRetried, "Verify",
 			"retrying verification %s: started %s, attempt %d of %d%s", v.Name, name, l.Attempt, v.MaxRetries+1, from)
 	}
-}
-
-// verificationTemplates reads the payload's verifications with their job templates from the
-// API server (the cache leaves the templates out), by name.
-func (s *streamSync) verificationTemplates(ctx context.Context, p *v1alpha1.ReleasePayload) (map[string]v1alpha1.Verification, error) {
-	reader := s.r.APIReader
-	if reader == nil {
-		reader = s.r.Client
-	}
-	var full v1alpha1.ReleasePayload
-	if err := reader.Get(ctx, client.ObjectKeyFromObject(p), &full); err != nil {
-		return nil, err
-	}
-	byName := make(map[string]v1alpha1.Verification, len(full.Spec.PayloadVerificationConfig.Verifications))
-	for _, v := range full.Spec.PayloadVerificationConfig.Verifications {
-		byName[v.Name] = v
-	}
-	return byName, nil
 }
 
 // launchable reports whether a run of v may be launched now: on the controller's cluster
