@@ -31,6 +31,7 @@ import (
 	"github.com/release-controller/release-controller/internal/devenv/jobstatus"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/stream"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
 
@@ -123,6 +124,10 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	verifications := make([]v1alpha1.Verification, jobsPerPayload)
 	for j := range verifications {
 		verifications[j] = jobVerification(fmt.Sprintf("e2e-%d", j))
+	}
+	templates, _ := templatesConfigMap(payloadNamespace, verifications)
+	if err := env.Client.Create(ctx, templates); err != nil {
+		b.Fatalf("creating the verification templates: %v", err)
 	}
 	setupStart := time.Now()
 	var created atomic.Int64
@@ -350,16 +355,34 @@ func component(name string) v1alpha1.PinnedComponent {
 	return v1alpha1.PinnedComponent{Name: name, Image: "registry.example.com/product/" + name + "@sha256:" + fmt.Sprintf("%064x", len(name))}
 }
 
+// newPayload is a payload of stream nightly with verifications as the stream controller
+// writes it: the job templates kept in the stream's templates ConfigMap (templatesConfigMap),
+// the payload naming it.
 func newPayload(ns, tag string, verifications ...v1alpha1.Verification) *v1alpha1.ReleasePayload {
+	_, ref := templatesConfigMap(ns, verifications)
 	return &v1alpha1.ReleasePayload{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tag},
 		Spec: v1alpha1.ReleasePayloadSpec{
-			PayloadCoordinates:        v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: tag},
-			Components:                []v1alpha1.PinnedComponent{component("api"), component("web")},
-			PayloadCreationConfig:     v1alpha1.PayloadCreationConfig{Repository: "registry.example.com/product/release"},
-			PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{Verifications: verifications},
+			PayloadCoordinates:    v1alpha1.PayloadCoordinates{Stream: "nightly", Tag: tag},
+			Components:            []v1alpha1.PinnedComponent{component("api"), component("web")},
+			PayloadCreationConfig: v1alpha1.PayloadCreationConfig{Repository: "registry.example.com/product/release"},
+			PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{
+				Verifications: stream.WithoutBackends(verifications), TemplatesFrom: ref,
+			},
 		},
 	}
+}
+
+// templatesConfigMap is the templates ConfigMap of stream nightly in ns with verifications
+// (without the owner reference: the benchmarks create no stream) and a payload's reference
+// to it.
+func templatesConfigMap(ns string, verifications []v1alpha1.Verification) (*corev1.ConfigMap, *v1alpha1.VerificationTemplates) {
+	cm, ref, err := stream.VerificationTemplates(&v1alpha1.ReleaseStream{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}}, verifications)
+	if err != nil {
+		panic(err) // a verification list always encodes
+	}
+	cm.OwnerReferences = nil
+	return cm, ref
 }
 
 // jobLabels are the labels the controller puts on the jobs it creates.
