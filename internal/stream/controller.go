@@ -86,9 +86,9 @@ type Reconciler struct {
 }
 
 // Streams, payloads and the ConfigMaps of upgrade graphs and verification templates are read
-// from the manager's cache (list, watch); a payload with inline job templates is read once
-// from the API server (get) for them, which the cache leaves out, and so is a templates
-// ConfigMap the cache does not hold. Templates ConfigMaps are created and collected. Payloads are created, annotated (patch) and collected; statuses are
+// from the manager's cache (list, watch); a payload with inline job templates (stored before
+// templatesFrom) is read once from the API server (get) for them, which the cache leaves out.
+// Templates ConfigMaps are created and collected. Payloads are created, annotated (patch) and collected; statuses are
 // patched, but a new ProwJob's, which is updated as Prow expects. Jobs and ProwJobs are created
 // and collected (their reads are the job cache's, see internal/jobcache).
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams,verbs=list;watch
@@ -98,7 +98,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=create;delete
 // +kubebuilder:rbac:groups=prow.k8s.io,resources=prowjobs,verbs=create;delete
 // +kubebuilder:rbac:groups=prow.k8s.io,resources=prowjobs/status,verbs=update
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch;create;update;delete
 
 // Reconcile runs the stream's steps in order — import, abort, create, build, record images,
 // verify, record upgrades, publish, collect — and writes the stream's status once at the end,

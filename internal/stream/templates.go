@@ -24,10 +24,6 @@ import (
 	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
-// templatesGrace is how long an unused templates ConfigMap is kept: a payload created in
-// the last passes may not be in the cache yet, and a ConfigMap it names must not go first.
-const templatesGrace = 10 * time.Minute
-
 // VerificationTemplates is the ConfigMap holding verifications (a payload's list, job
 // templates included) for stream, and the reference a payload keeps to it. The name carries
 // the content's digest: payloads of an unchanged list share one ConfigMap.
@@ -102,7 +98,8 @@ func DecodeTemplates(cm *corev1.ConfigMap, ref *v1alpha1.VerificationTemplates) 
 }
 
 // ensureTemplates creates cm unless the cache holds it already. One of that name that is not
-// the controller's, or holds other content, is an error: the payload is not created.
+// the controller's (without its labels, so not in the cache) or that holds other content is
+// an error: the payload is not created.
 func (s *streamSync) ensureTemplates(ctx context.Context, cm *corev1.ConfigMap, ref *v1alpha1.VerificationTemplates) error {
 	var existing corev1.ConfigMap
 	switch err := s.r.Get(ctx, client.ObjectKeyFromObject(cm), &existing); {
@@ -114,12 +111,8 @@ func (s *streamSync) ensureTemplates(ctx context.Context, cm *corev1.ConfigMap, 
 	}
 	err := s.r.Create(ctx, cm)
 	if apierrors.IsAlreadyExists(err) {
-		// Not in the cache: hand-made without the stream's label, or created a moment ago.
-		if err := s.apiReader().Get(ctx, client.ObjectKeyFromObject(cm), &existing); err != nil {
-			return err
-		}
-		_, err = DecodeTemplates(&existing, ref)
-		return err
+		return fmt.Errorf("ConfigMap %s exists but is not the controller's (it lacks the labels %s=%s and %s=%s); delete or rename it",
+			cm.Name, v1alpha1.LabelStream, s.stream.Name, v1alpha1.LabelContent, v1alpha1.ContentVerificationTemplates)
 	}
 	return err
 }
@@ -128,11 +121,10 @@ func (s *streamSync) ensureTemplates(ctx context.Context, cm *corev1.ConfigMap, 
 // ConfigMap the payload names, else from the payload itself (read from the API server, as
 // the cache leaves the templates out).
 func (s *streamSync) readTemplates(ctx context.Context, p *v1alpha1.ReleasePayload) (map[string]v1alpha1.Verification, error) {
-	reader := s.apiReader()
 	ref := p.Spec.PayloadVerificationConfig.TemplatesFrom
 	if ref == nil {
 		var full v1alpha1.ReleasePayload
-		if err := reader.Get(ctx, client.ObjectKeyFromObject(p), &full); err != nil {
+		if err := s.apiReader().Get(ctx, client.ObjectKeyFromObject(p), &full); err != nil {
 			return nil, err
 		}
 		byName := make(map[string]v1alpha1.Verification, len(full.Spec.PayloadVerificationConfig.Verifications))
@@ -141,15 +133,11 @@ func (s *streamSync) readTemplates(ctx context.Context, p *v1alpha1.ReleasePaylo
 		}
 		return byName, nil
 	}
-	key := client.ObjectKey{Namespace: p.Namespace, Name: ref.ConfigMap}
+	// The cache holds the ConfigMaps labelled with a stream: the controller's.
 	var cm corev1.ConfigMap
-	err := s.r.Get(ctx, key, &cm)
-	if apierrors.IsNotFound(err) {
-		err = reader.Get(ctx, key, &cm) // a hand-made one is not in the cache
-	}
-	switch {
+	switch err := s.r.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: ref.ConfigMap}, &cm); {
 	case apierrors.IsNotFound(err):
-		return nil, unusable("ConfigMap %s, which holds the job templates, does not exist", ref.ConfigMap)
+		return nil, unusable("ConfigMap %s, which holds the job templates, does not exist (or lacks the label %s)", ref.ConfigMap, v1alpha1.LabelStream)
 	case err != nil:
 		return nil, err
 	}
@@ -157,7 +145,8 @@ func (s *streamSync) readTemplates(ctx context.Context, p *v1alpha1.ReleasePaylo
 }
 
 // collectTemplates deletes the stream's templates ConfigMaps that no payload names any more,
-// but the one of the stream's current list and those younger than templatesGrace.
+// but the one of the stream's current list and those created since the newest payload: a
+// payload created a moment ago may not be in the cache yet, and one it names must stay.
 func (s *streamSync) collectTemplates(ctx context.Context) {
 	var list corev1.ConfigMapList
 	if err := s.r.List(ctx, &list, client.InNamespace(s.stream.Namespace), client.MatchingLabels{
@@ -175,9 +164,13 @@ func (s *streamSync) collectTemplates(ctx context.Context) {
 	if current, _, err := VerificationTemplates(s.stream, PerPlatform(s.stream.Spec.Verification)); err == nil {
 		used[current.Name] = true
 	}
+	var newest time.Time
+	for i := range s.payloads {
+		newest = latest(newest, s.payloads[i].CreationTimestamp.Time)
+	}
 	for i := range list.Items {
 		cm := &list.Items[i]
-		if used[cm.Name] || s.now.Sub(cm.CreationTimestamp.Time) < templatesGrace {
+		if used[cm.Name] || !cm.CreationTimestamp.Time.Before(newest) {
 			continue
 		}
 		if err := s.r.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
@@ -193,4 +186,11 @@ func (s *streamSync) apiReader() client.Reader {
 		return s.r.APIReader
 	}
 	return s.r.Client
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }

@@ -3,6 +3,7 @@ package stream_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -84,4 +85,29 @@ func TestVerificationTemplatesGone(t *testing.T) {
 		g.Expect(r.State).To(Equal(v1alpha1.JobFailure))
 		g.Expect(r.Message).To(ContainSubstring("ConfigMap " + ref.ConfigMap + ", which holds the job templates, does not exist"))
 	}
+}
+
+// TestInlineTemplatesStillRun: a payload stored before templatesFrom, its job templates
+// inline, is verified from its own spec.
+func TestInlineTemplatesStillRun(t *testing.T) {
+	ns := env.Namespace(t)
+	api := pushImage(t, repo(ns, "api")+":latest", nil)
+	// The stream's own component is never pushed: it creates no payload of its own.
+	s := newStream(t, ns, func(s *v1alpha1.ReleaseStream) {
+		s.Spec.Verification = []v1alpha1.Verification{jobVerification("e2e")}
+	}, "unpublished")
+	p := stream.NewPayload(s, stream.ReleaseTag(s.Spec.TagPrefix, time.Now()), "inline",
+		[]v1alpha1.PinnedComponent{{Name: "api", Image: api}}, nil)
+	g := NewWithT(t)
+	g.Expect(p.Spec.PayloadVerificationConfig.TemplatesFrom).To(BeNil())
+	g.Expect(p.Spec.PayloadVerificationConfig.Verifications[0].Job).NotTo(BeNil())
+	g.Expect(env.Client.Create(context.Background(), p)).To(Succeed())
+
+	build(t, p)
+	e2e := waitJob(t, ns, jobcontract.RunName(p.Name, "e2e", 1))
+	g.Expect(e2e.Spec.Template.Spec.Containers[0].Image).To(Equal("tests"))
+	finish(t, e2e, true)
+	waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
+		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseAccepted))
+	})
 }
