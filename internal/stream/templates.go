@@ -156,21 +156,31 @@ func (s *streamSync) collectTemplates(ctx context.Context) {
 		return
 	}
 	used := map[string]bool{}
+	var newest time.Time
 	for i := range s.payloads {
 		if ref := s.payloads[i].Spec.PayloadVerificationConfig.TemplatesFrom; ref != nil {
 			used[ref.ConfigMap] = true
 		}
+		if created := s.payloads[i].CreationTimestamp.Time; created.After(newest) {
+			newest = created
+		}
 	}
-	if current, _, err := VerificationTemplates(s.stream, PerPlatform(s.stream.Spec.Verification)); err == nil {
-		used[current.Name] = true
-	}
-	var newest time.Time
-	for i := range s.payloads {
-		newest = latest(newest, s.payloads[i].CreationTimestamp.Time)
-	}
+	var unused []*corev1.ConfigMap
 	for i := range list.Items {
-		cm := &list.Items[i]
-		if used[cm.Name] || !cm.CreationTimestamp.Time.Before(newest) {
+		if cm := &list.Items[i]; !used[cm.Name] && cm.CreationTimestamp.Time.Before(newest) {
+			unused = append(unused, cm)
+		}
+	}
+	if len(unused) == 0 {
+		return // the usual pass: every ConfigMap is named by a payload
+	}
+	current, _, err := VerificationTemplates(s.stream, PerPlatform(s.stream.Spec.Verification))
+	if err != nil {
+		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "naming the current verification templates", err)
+		return
+	}
+	for _, cm := range unused {
+		if cm.Name == current.Name {
 			continue
 		}
 		if err := s.r.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
@@ -186,11 +196,4 @@ func (s *streamSync) apiReader() client.Reader {
 		return s.r.APIReader
 	}
 	return s.r.Client
-}
-
-func latest(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }
