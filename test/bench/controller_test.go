@@ -172,6 +172,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	probe := startAPIProbe(env, payloadNamespace)
 	profiling := profileAPIServer(env.Config, envInt(b, "BENCH_PROFILE_SECONDS", 30), filepath.Join(dir, "apiserver-cpu.pprof"))
 	finishStart := time.Now()
+	progressf("finishing the jobs from %s (the +t times below count from it)", finishStart.Format("15:04:05.000"))
 	var finished atomic.Int64
 	parallel(b, ctl, n, finishWorkers, func(i int) error {
 		var g errgroup.Group
@@ -237,6 +238,11 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	}
 	reportSlowest(names, latencies, lastJobDone, finishStart)
 	reportWindows(latencies, lastJobDone, finishStart, 30*time.Second)
+	if notes, err := apiServerWatchNotes(filepath.Join(dir, "kube-apiserver.log"), finishStart, allAccepted); err != nil {
+		progressf("reading the API server's log: %v", err)
+	} else {
+		progressf("the API server's watch caches during the finish (from its log): %s", notes)
+	}
 	slices.Sort(latencies)
 	res := shippedResult{
 		p50: percentile(latencies, 50), p99: percentile(latencies, 99),
