@@ -19,6 +19,8 @@ func TestParseAPIServerLog(t *testing.T) {
 		`I1127 01:22:46.923500   17057 cacher.go:899] cacher (releasepayloads.release-controller.dev): 60 objects queued in incoming channel.`,
 		`I1127 01:22:58.100000   17057 checker.go:97] "Cache consistency check passed" group="batch" resource="jobs" resourceVersion="212004" digest="e3b0c44298fc1c14"`,
 		`E1127 01:22:59.100000   17057 checker.go:103] "Cache consistency check failed" group="" resource="configmaps" resourceVersion="1" etcdDigest="a" cacheDigest="b" diffDetail=null`,
+		// A resource not asked for.
+		`I1127 01:22:59.200000   17057 checker.go:97] "Cache consistency check passed" group="" resource="serviceaccounts" resourceVersion="212004" digest="e3b0c44298fc1c14"`,
 		`I1127 01:23:03.289010   17057 cache_watcher.go:214] Forcing jobs.batch watcher close due to unresponsiveness: key: "/jobs/", labels: "", fields: "". len(c.input) = 10, len(c.result) = 10, graceful = false`,
 		// Not a klog line, and after the window.
 		`gc 94 @360.636s 13%: 0.58+3425+0.022 ms clock`,
@@ -31,7 +33,7 @@ func TestParseAPIServerLog(t *testing.T) {
 		"+19.1s consistency check of configmaps failed",
 		"+23.3s jobs.batch watcher closed as unresponsive",
 	}
-	notes := parseAPIServerLog(lines, from, to)
+	notes := parseAPIServerLog(lines, from, to, []string{"jobs", "configmaps"})
 	if len(notes) != len(want) {
 		t.Fatalf("got %d notes %v, want %d", len(notes), notes, len(want))
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,10 +32,12 @@ type apiServerNote struct {
 	what string
 }
 
-// parseAPIServerLog returns the notes of the log's lines between from and to, in order. klog
-// writes month, day and time of day in the machine's zone; the year is from's. A queue
-// filling is noted once per resource and second, at its highest.
-func parseAPIServerLog(lines []string, from, to time.Time) []apiServerNote {
+// parseAPIServerLog returns the notes of the log's lines between from and to, in order: the
+// consistency checks of the resources checked names (the API server checks every resource;
+// those of a few objects take no time), every watcher closed, every queue at a new high of
+// queueNoted or more, once per resource and second at its highest. klog writes month, day and
+// time of day in the machine's zone; the year is from's.
+func parseAPIServerLog(lines []string, from, to time.Time, checked []string) []apiServerNote {
 	var notes []apiServerNote
 	queued := map[string]int{} // resource and second → index in notes
 	for _, line := range lines {
@@ -50,6 +53,9 @@ func parseAPIServerLog(lines []string, from, to time.Time) []apiServerNote {
 		switch {
 		case checkPassed.MatchString(msg):
 			c := checkPassed.FindStringSubmatch(msg)
+			if !slices.Contains(checked, c[2]) {
+				continue
+			}
 			notes = append(notes, apiServerNote{at, "consistency check of " + c[2] + " " + c[1]})
 		case watcherClose.MatchString(msg):
 			notes = append(notes, apiServerNote{at, watcherClose.FindStringSubmatch(msg)[1] + " watcher closed as unresponsive"})
@@ -73,8 +79,9 @@ func parseAPIServerLog(lines []string, from, to time.Time) []apiServerNote {
 }
 
 // apiServerWatchNotes reads the API server's log at path and describes its notes between from
-// and to as "+t what", t counted from from; "none" when there are none.
-func apiServerWatchNotes(path string, from, to time.Time) (string, error) {
+// and to as "+t what", t counted from from; "none" when there are none. Consistency checks are
+// noted for the resources checked names.
+func apiServerWatchNotes(path string, from, to time.Time, checked ...string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
@@ -92,7 +99,7 @@ func apiServerWatchNotes(path string, from, to time.Time) (string, error) {
 	if err := scanner.Err(); err != nil {
 		return "", err
 	}
-	notes := parseAPIServerLog(lines, from, to)
+	notes := parseAPIServerLog(lines, from, to, checked)
 	if len(notes) == 0 {
 		return "none", nil
 	}

@@ -238,7 +238,7 @@ func runShippedController(b *testing.B, binary string, n int) shippedResult {
 	}
 	reportSlowest(names, latencies, lastJobDone, finishStart)
 	reportWindows(latencies, lastJobDone, finishStart, 30*time.Second)
-	if notes, err := apiServerWatchNotes(filepath.Join(dir, "kube-apiserver.log"), finishStart, allAccepted); err != nil {
+	if notes, err := apiServerWatchNotes(filepath.Join(dir, "kube-apiserver.log"), finishStart, allAccepted, "jobs", "releasepayloads", "releaselogs"); err != nil {
 		progressf("reading the API server's log: %v", err)
 	} else {
 		progressf("the API server's watch caches during the finish (from its log): %s", notes)
