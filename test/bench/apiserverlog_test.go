@@ -18,7 +18,7 @@ import (
 // API server logs only new highs; a full queue of 100 holds back every watch of that resource).
 var (
 	klogLine     = regexp.MustCompile(`^[IWE](\d{4}) (\d{2}:\d{2}:\d{2}\.\d{6})\s+\d+ \S+\] (.*)$`)
-	checkPassed  = regexp.MustCompile(`^"Cache consistency check (passed|failed)".* resource="([^"]+)"`)
+	checkEnded   = regexp.MustCompile(`^"Cache consistency check (passed|failed)".* resource="([^"]+)"`)
 	watcherClose = regexp.MustCompile(`^Forcing (\S+) watcher close due to unresponsiveness`)
 	queueFilling = regexp.MustCompile(`^cacher \((\S+)\): (\d+) objects queued in incoming channel`)
 )
@@ -51,8 +51,8 @@ func parseAPIServerLog(lines []string, from, to time.Time, checked []string) []a
 		}
 		msg := m[3]
 		switch {
-		case checkPassed.MatchString(msg):
-			c := checkPassed.FindStringSubmatch(msg)
+		case checkEnded.MatchString(msg):
+			c := checkEnded.FindStringSubmatch(msg)
 			if !slices.Contains(checked, c[2]) {
 				continue
 			}
