@@ -50,30 +50,32 @@ func parseAPIServerLog(lines []string, from, to time.Time, checked []string) []a
 			continue
 		}
 		msg := m[3]
-		switch {
-		case checkEnded.MatchString(msg):
-			c := checkEnded.FindStringSubmatch(msg)
-			if !slices.Contains(checked, c[2]) {
-				continue
+		if c := checkEnded.FindStringSubmatch(msg); c != nil {
+			if slices.Contains(checked, c[2]) {
+				notes = append(notes, apiServerNote{at, "consistency check of " + c[2] + " " + c[1]})
 			}
-			notes = append(notes, apiServerNote{at, "consistency check of " + c[2] + " " + c[1]})
-		case watcherClose.MatchString(msg):
-			notes = append(notes, apiServerNote{at, watcherClose.FindStringSubmatch(msg)[1] + " watcher closed as unresponsive"})
-		case queueFilling.MatchString(msg):
-			q := queueFilling.FindStringSubmatch(msg)
-			n, _ := strconv.Atoi(q[2])
-			if n < queueNoted {
-				continue
-			}
-			what := fmt.Sprintf("%s incoming queue at %d (its highest yet)", q[1], n)
-			key := q[1] + at.Truncate(time.Second).String()
-			if i, ok := queued[key]; ok {
-				notes[i].what = what
-				continue
-			}
-			queued[key] = len(notes)
-			notes = append(notes, apiServerNote{at, what})
+			continue
 		}
+		if c := watcherClose.FindStringSubmatch(msg); c != nil {
+			notes = append(notes, apiServerNote{at, c[1] + " watcher closed as unresponsive"})
+			continue
+		}
+		q := queueFilling.FindStringSubmatch(msg)
+		if q == nil {
+			continue
+		}
+		n, _ := strconv.Atoi(q[2])
+		if n < queueNoted {
+			continue
+		}
+		what := fmt.Sprintf("%s incoming queue at %d (its highest yet)", q[1], n)
+		key := q[1] + at.Truncate(time.Second).String()
+		if i, ok := queued[key]; ok {
+			notes[i].what = what
+			continue
+		}
+		queued[key] = len(notes)
+		notes = append(notes, apiServerNote{at, what})
 	}
 	return notes
 }
