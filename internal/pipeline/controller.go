@@ -35,6 +35,7 @@ import (
 	"github.com/release-controller/release-controller/internal/eventlog"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/statuswrite"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // Field indexes of Pipelines in the manager's cache.
@@ -80,13 +81,14 @@ type Reconciler struct {
 }
 
 // The pipeline controller's access on the cluster it runs against: Pipelines and their status;
-// ReleaseStreams (a source); kubeconfig Secrets (metadata watched, data read when it changed);
+// ReleaseStreams (a source) and the payload each names as its newest accepted; kubeconfig Secrets (metadata watched, data read when it changed);
 // notification keys; the app objects of local targets (Deployments, the kind the generated
 // role covers: another kind on the local cluster needs a role binding of its own); and the
 // release log (promotion entries; releaselog's markers grant it).
 // +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines,verbs=list;watch
 // +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines/status,verbs=patch
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasestreams,verbs=list;watch
+// +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;patch
 
@@ -330,16 +332,57 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.Pipeline, app App,
 		}
 	}
 	if s := p.Spec.Source; s != nil {
-		var stream v1alpha1.ReleaseStream
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: s.ReleaseStream}, &stream)
-		switch {
-		case err == nil:
-			obs.source = stream.Status.LatestAccepted
-		case !apierrors.IsNotFound(err):
+		source, err := r.acceptedSource(ctx, p.Namespace, s.ReleaseStream)
+		if err != nil {
 			return obs, err
 		}
+		obs.source = source
 	}
 	return obs, nil
+}
+
+// acceptedSource returns the tag of the source stream's newest accepted payload, or "" when
+// there is none to promote. The stream's status names it, but a status anyone with write
+// access can edit is not taken on trust: the payload it names must exist, belong to the
+// stream and be Accepted as verdict.Of judges it (from its recorded runs), so a hand-written
+// latestAccepted or a hand-edited Accepted condition is never promoted.
+func (r *Reconciler) acceptedSource(ctx context.Context, namespace, streamName string) (string, error) {
+	var stream v1alpha1.ReleaseStream
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: streamName}, &stream)
+	if apierrors.IsNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	tag := stream.Status.LatestAccepted
+	if tag == "" {
+		return "", nil
+	}
+	var payload v1alpha1.ReleasePayload
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: namespace, Name: tag}, &payload)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", err
+	}
+	if why := untrustedSource(&payload, err == nil, streamName); why != "" {
+		ctrl.LoggerFrom(ctx).Info("not promoting the stream's latestAccepted", "stream", streamName, "payload", tag, "why", why)
+		return "", nil
+	}
+	return tag, nil
+}
+
+// untrustedSource says why a stream's latestAccepted payload is not promoted ("" when it may
+// be): it does not exist, belongs to another stream, or its verdict is not Accepted.
+func untrustedSource(p *v1alpha1.ReleasePayload, exists bool, stream string) string {
+	switch {
+	case !exists:
+		return "no such payload"
+	case p.Spec.PayloadCoordinates.Stream != stream:
+		return fmt.Sprintf("the payload belongs to stream %q", p.Spec.PayloadCoordinates.Stream)
+	case !verdict.Accepted(p):
+		return fmt.Sprintf("the payload's verdict is %s, not Accepted", verdict.Of(p))
+	}
+	return ""
 }
 
 // unreachableChanged reports whether a status write turns ClusterUnreachable True or changes

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/approval"
 	"github.com/release-controller/release-controller/internal/server/kubeauth"
+	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
 // waitTimeout bounds every wait: a deadline for a broken test, not a performance assertion.
@@ -307,7 +309,7 @@ func TestPromotionAcrossClusters(t *testing.T) {
 
 	// Approved: prod gets 2, the approver recorded.
 	waitImage(t, mgmt.Client, prodNS, "web", "2")
-	got = waitPipeline(t, pk, "prod promoted with its approver", func(p *v1alpha1.Pipeline) bool {
+	waitPipeline(t, pk, "prod promoted with its approver", func(p *v1alpha1.Pipeline) bool {
 		lp := envStatus(p, "prod").LastPromotion
 		return lp != nil && lp.Revision == "2" && lp.Approver == "hmac:approvals" && waitingFor(p, "prod") == ""
 	})
@@ -316,7 +318,6 @@ func TestPromotionAcrossClusters(t *testing.T) {
 	g.Expect(code).To(Equal(http.StatusConflict))
 	rollOut(t, mgmt.Client, prodNS, "web")
 	waitPipeline(t, pk, "all at 2", func(p *v1alpha1.Pipeline) bool { return slices.Equal(revisions(p), []string{"2", "2", "2"}) })
-	_ = got
 
 	// The leaf stops: the pipeline says its cluster is unreachable, and nothing crashes.
 	g.Expect(leaf.StopAPIServer()).To(Succeed())
@@ -364,11 +365,41 @@ func TestPromotionAcrossClusters(t *testing.T) {
 		return slices.Equal(revisions(p), []string{"1", "1"})
 	})
 	g.Expect(r.Clusters.Stats()).To(Equal(pipeline.Stats{Clusters: 2, Informers: 2}))
-	// The stream accepts a payload: dev gets its tag.
+	// The stream's status names a payload whose Accepted verdict was written by hand (its
+	// build not finished): it is not promoted. Then it names one the payload controller would
+	// have accepted: dev gets its tag, and only that one was ever promoted.
+	forged := createPayload(t, pns, "nightly", "1.0.0-0.nightly-2026-03-25-110000", func(p *v1alpha1.ReleasePayload) {
+		verdicttest.Earn(p, v1alpha1.PhaseAccepted)
+		p.Status.ReleaseCreationJobResult.Status = v1alpha1.CreationJobUnknown
+	})
+	stream.Status.LatestAccepted = forged.Name
+	g.Expect(mgmt.Client.Status().Update(ctx, stream)).To(Succeed())
 	tag := "1.0.0-0.nightly-2026-03-25-120000"
+	createPayload(t, pns, "nightly", tag, func(p *v1alpha1.ReleasePayload) { verdicttest.Earn(p, v1alpha1.PhaseAccepted) })
 	stream.Status.LatestAccepted = tag
 	g.Expect(mgmt.Client.Status().Update(ctx, stream)).To(Succeed())
 	waitImage(t, mgmt.Client, pns, "api", tag)
+	got = waitPipeline(t, client.ObjectKeyFromObject(second), "dev promoted once", func(p *v1alpha1.Pipeline) bool {
+		lp := envStatus(p, "dev").LastPromotion
+		return lp != nil && lp.Revision == tag
+	})
+	// The log is written in promotion order: once it holds the earned tag's promotion, it
+	// would hold the forged one's before it.
+	var promoted []string
+	g.Eventually(func(g Gomega) {
+		var logs v1alpha1.ReleaseLogList
+		g.Expect(mgmt.Client.List(ctx, &logs, client.InNamespace(logNS))).To(Succeed())
+		promoted = nil
+		for _, l := range logs.Items {
+			for _, e := range l.Spec.Entries {
+				if strings.HasPrefix(e.ID, string(got.UID)+"/") {
+					promoted = append(promoted, e.Version)
+				}
+			}
+		}
+		g.Expect(promoted).To(ContainElement(tag))
+	}).WithTimeout(waitTimeout).Should(Succeed())
+	g.Expect(promoted).NotTo(ContainElement(forged.Name), "the hand-written verdict was promoted")
 
 	// Deleting one pipeline leaves the shared informers; deleting both stops them all.
 	g.Expect(mgmt.Client.Delete(ctx, p)).To(Succeed())
@@ -376,6 +407,34 @@ func TestPromotionAcrossClusters(t *testing.T) {
 	g.Expect(mgmt.Client.Delete(ctx, second)).To(Succeed())
 	g.Eventually(func() pipeline.Stats { return r.Clusters.Stats() }).WithTimeout(waitTimeout).Should(Equal(pipeline.Stats{}))
 	g.Expect(gauge(t, pipeline.MetricInformers)).To(Equal(0.0), "the informers gauge is Stats().Informers")
+}
+
+// createPayload creates a payload of stream with a pinned component and gives it the status
+// that status makes (from an empty one).
+func createPayload(t *testing.T, namespace, stream, tag string, status func(*v1alpha1.ReleasePayload)) *v1alpha1.ReleasePayload {
+	t.Helper()
+	ctx := context.Background()
+	p := &v1alpha1.ReleasePayload{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: tag, Labels: map[string]string{v1alpha1.LabelStream: stream}},
+		Spec: v1alpha1.ReleasePayloadSpec{
+			PayloadCoordinates: v1alpha1.PayloadCoordinates{Stream: stream, Tag: tag},
+			Components: []v1alpha1.PinnedComponent{{
+				Name: "api", Image: "registry.example.com/product/api@sha256:" + strings.Repeat("a", 64),
+			}},
+			PayloadCreationConfig: v1alpha1.PayloadCreationConfig{Repository: "registry.example.com/product/release"},
+		},
+	}
+	if err := mgmt.Client.Create(ctx, p); err != nil {
+		t.Fatalf("creating payload %s: %v", tag, err)
+	}
+	status(p)
+	for i := range p.Status.Conditions {
+		p.Status.Conditions[i].LastTransitionTime = metav1.Now()
+	}
+	if err := mgmt.Client.Status().Update(ctx, p); err != nil {
+		t.Fatalf("writing the status of payload %s: %v", tag, err)
+	}
+	return p
 }
 
 // gauge reads a gauge of controller-runtime's metrics registry (what /metrics serves).
