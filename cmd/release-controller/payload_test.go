@@ -27,6 +27,7 @@ import (
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/releaseimage/releaseimagetest"
 	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
@@ -186,14 +187,7 @@ func TestPayloadBuildAndInfo(t *testing.T) {
 		}
 	}
 	// The table, sorted by name.
-	tableStart := strings.Index(text, "NAME")
-	if tableStart < 0 {
-		t.Fatalf("info output has no component table:\n%s", text)
-	}
-	var rows [][]string
-	for _, line := range strings.Split(strings.TrimSpace(text[tableStart:]), "\n") {
-		rows = append(rows, strings.Fields(line))
-	}
+	rows := componentTable(t, text)
 	wantRows := [][]string{
 		{"NAME", "IMAGE", "SOURCE", "REVISION"},
 		{"api", api, "https://git.example.com/api", "1111"},
@@ -382,6 +376,152 @@ func buildPayloadImage(t *testing.T, reg *registry.Server, tag string, component
 		t.Fatal(err)
 	}
 	return res.Image
+}
+
+// componentTable is the component table `payload info` printed in text, a row of fields per
+// line, its header first.
+func componentTable(t *testing.T, text string) [][]string {
+	t.Helper()
+	tableStart := strings.Index(text, "NAME")
+	if tableStart < 0 {
+		t.Fatalf("info output has no component table:\n%s", text)
+	}
+	var rows [][]string
+	for _, line := range strings.Split(strings.TrimSpace(text[tableStart:]), "\n") {
+		rows = append(rows, strings.Fields(line))
+	}
+	return rows
+}
+
+// pushPlatformComponent pushes an image index of a small image per architecture (linux), with
+// OCI source and revision labels, to <registry>/product/<name>. It returns the index by digest
+// and each platform's image by digest ("linux/<arch>" → pull spec).
+func pushPlatformComponent(t *testing.T, reg *registry.Server, component, revision string, archs ...string) (string, map[string]string) {
+	t.Helper()
+	index, digests := releaseimagetest.Index(t, map[string]string{
+		releaseimage.LabelSource:   "https://git.example.com/" + component,
+		releaseimage.LabelRevision: revision,
+	}, archs...)
+	ref, err := name.NewTag(reg.Addr() + "/product/" + component + ":latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(ref, index); err != nil {
+		t.Fatalf("pushing %s: %v", ref, err)
+	}
+	digest, err := index.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := map[string]string{}
+	for platform, d := range digests {
+		images[platform] = ref.Context().Digest(d).String()
+	}
+	return ref.Context().Digest(digest.String()).String(), images
+}
+
+// buildPlatformPayload builds a payload for platforms of components (image indexes) as
+// <reg>/product/release:<tag>: an image index of one payload image per platform.
+func buildPlatformPayload(t *testing.T, reg *registry.Server, tag string, platforms []string, components ...releaseimage.Component) releaseimage.BuildResult {
+	t.Helper()
+	res, err := releaseimage.Build(context.Background(), releaseimage.BuildOptions{
+		Tag: tag, Stream: "nightly", Repository: reg.Addr() + "/product/release", Components: components, Platforms: platforms,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestPayloadInfoPlatform reads a payload built for two platforms with `payload info`: each
+// platform's payload image pins that platform's image of every component.
+func TestPayloadInfoPlatform(t *testing.T) {
+	reg := startRegistry(t)
+	api, apiImages := pushPlatformComponent(t, reg, "api", "1111", "amd64", "arm64")
+	web, webImages := pushPlatformComponent(t, reg, "web", "2222", "amd64", "arm64")
+	res := buildPlatformPayload(t, reg, "1.0.0", []string{"linux/amd64", "linux/arm64"},
+		releaseimage.Component{Name: "web", Image: web}, releaseimage.Component{Name: "api", Image: api})
+	repo := reg.Addr() + "/product/release"
+	byPlatform := map[string]string{}
+	for _, pi := range res.Platforms {
+		byPlatform[pi.Platform] = repo + "@" + pi.Digest.String()
+	}
+
+	for _, tc := range []struct {
+		name, platform, want string
+	}{
+		{"arm64", "linux/arm64", "linux/arm64"},
+		{"amd64", "linux/amd64", "linux/amd64"},
+		// Without --platform, the index's first platform.
+		{"no platform", "", "linux/amd64"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"payload", "info", repo + ":1.0.0"}
+			if tc.platform != "" {
+				args = append(args, "--platform", tc.platform)
+			}
+			text, err := run(t, args...)
+			if err != nil {
+				t.Fatalf("payload info: %v\n%s", err, text)
+			}
+			for _, want := range []string{
+				"Image:     " + byPlatform[tc.want] + "\n",
+				"Platform:  " + tc.want + "\n",
+				"Index:     " + res.Image + " (platforms linux/amd64, linux/arm64)\n",
+				"Tag:       1.0.0\n",
+				"Components (2):",
+			} {
+				if !strings.Contains(text, want) {
+					t.Errorf("info output lacks %q:\n%s", want, text)
+				}
+			}
+			wantRows := [][]string{
+				{"NAME", "IMAGE", "SOURCE", "REVISION"},
+				{"api", apiImages[tc.want], "https://git.example.com/api", "1111"},
+				{"web", webImages[tc.want], "https://git.example.com/web", "2222"},
+			}
+			if rows := componentTable(t, text); !reflect.DeepEqual(rows, wantRows) {
+				t.Errorf("component table:\n%v\nwant:\n%v", rows, wantRows)
+			}
+		})
+	}
+
+	js, err := run(t, "payload", "info", "-o", "json", res.Image, "--platform", "linux/arm64")
+	if err != nil {
+		t.Fatalf("payload info -o json: %v\n%s", err, js)
+	}
+	var info releaseimage.PayloadInfo
+	if err := json.Unmarshal([]byte(js), &info); err != nil {
+		t.Fatalf("payload info -o json printed no JSON: %v\n%s", err, js)
+	}
+	if info.Image != byPlatform["linux/arm64"] || info.Index != res.Image || info.Metadata.Platform != "linux/arm64" ||
+		strings.Join(info.Platforms, ", ") != "linux/amd64, linux/arm64" {
+		t.Errorf("JSON info: image %s index %s platform %q platforms %v", info.Image, info.Index, info.Metadata.Platform, info.Platforms)
+	}
+	var images []string
+	for _, c := range info.References.Components {
+		images = append(images, c.Image)
+	}
+	if want := []string{apiImages["linux/arm64"], webImages["linux/arm64"]}; !reflect.DeepEqual(images, want) {
+		t.Errorf("JSON component images %v, want the arm64 images %v", images, want)
+	}
+
+	for _, tc := range []struct {
+		name, platform, want string
+	}{
+		{"missing platform", "linux/s390x", repo + ":1.0.0 has no image of linux/s390x (it has linux/amd64, linux/arm64)"},
+		{"not a platform", "arm64", `--platform: platform "arm64" is not os/arch or os/arch/variant`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := run(t, "payload", "info", repo+":1.0.0", "--platform", tc.platform)
+			if err == nil {
+				t.Fatalf("payload info --platform %s succeeded:\n%s", tc.platform, out)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q lacks %q", err, tc.want)
+			}
+		})
+	}
 }
 
 // runSplit executes the root command with args and returns its stdout and stderr apart.

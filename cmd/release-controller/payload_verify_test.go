@@ -129,6 +129,80 @@ func TestPayloadVerify(t *testing.T) {
 	}
 }
 
+// TestPayloadVerifyPlatform verifies the platforms' images of a payload built for platforms,
+// signed as the audit signs it: the index and each platform's image, all under the payload's
+// tag.
+func TestPayloadVerifyPlatform(t *testing.T) {
+	ctx := context.Background()
+	reg := startRegistry(t)
+	storeURL := "file://" + t.TempDir()
+	store, err := sigstore.Open(ctx, storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	key, keyFile := newSigningKey(t)
+
+	api, _ := pushPlatformComponent(t, reg, "api", "1111", "amd64", "arm64")
+	platforms := []string{"linux/amd64", "linux/arm64"}
+	components := []releaseimage.Component{{Name: "api", Image: api}}
+	repo := reg.Addr() + "/product/release"
+	res := buildPlatformPayload(t, reg, "1.0.0", platforms, components...)
+	addSigned(t, store, key, repo+":1.0.0", res.Image)
+	byPlatform := map[string]string{}
+	for _, pi := range res.Platforms {
+		byPlatform[pi.Platform] = repo + "@" + pi.Digest.String()
+		addSigned(t, store, key, repo+":1.0.0", byPlatform[pi.Platform])
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{repo + ":1.0.0", "--platform", "linux/arm64"}, byPlatform["linux/arm64"]},
+		{[]string{res.Image, "--platform", "linux/arm64"}, byPlatform["linux/arm64"]},
+		{[]string{repo + ":1.0.0", "--platform", "linux/amd64"}, byPlatform["linux/amd64"]},
+		// Without --platform, the index.
+		{[]string{repo + ":1.0.0"}, res.Image},
+	} {
+		args := append([]string{"payload", "verify", "--key", keyFile, "--store", storeURL}, tc.args...)
+		out, err := run(t, args...)
+		if err != nil {
+			t.Fatalf("payload verify %s: %v\n%s", strings.Join(tc.args, " "), err, out)
+		}
+		if want := "verified: " + tc.want + " signed by " + key.ID() + " (1 of 1 signatures valid)\n"; out != want {
+			t.Errorf("payload verify %s printed %q, want %q", strings.Join(tc.args, " "), out, want)
+		}
+	}
+
+	// A payload whose index alone is signed: its platforms' images are not verified.
+	indexOnly := buildPlatformPayload(t, reg, "1.0.1", platforms, components...)
+	addSigned(t, store, key, repo+":1.0.1", indexOnly.Image)
+	arm64 := repo + "@" + indexOnly.Platforms[1].Digest.String()
+	single := buildPayloadImage(t, reg, "1.0.2", releaseimage.Component{Name: "api", Image: pushComponent(t, reg, "plain", "1111")})
+
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"missing platform", []string{repo + ":1.0.0", "--platform", "linux/s390x"}, repo + ":1.0.0 has no image of linux/s390x (it has linux/amd64, linux/arm64)"},
+		{"platform image unsigned", []string{repo + ":1.0.1", "--platform", "linux/arm64"}, arm64 + ": no signatures of " + digestOf(arm64) + " in the store"},
+		{"one image", []string{single, "--platform", "linux/arm64"}, single + " is one image (of linux/amd64), not an image index of platforms"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"payload", "verify", "--key", keyFile, "--store", storeURL}, tc.args...)
+			out, err := run(t, args...)
+			if err == nil {
+				t.Fatalf("payload verify succeeded:\n%s", out)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q lacks %q", err, tc.want)
+			}
+		})
+	}
+}
+
 func digestOf(pullSpec string) string {
 	_, d, _ := strings.Cut(pullSpec, "@")
 	return d

@@ -283,3 +283,76 @@ func TestNewJobOnPlatform(t *testing.T) {
 		t.Errorf("a run without platform has label %v, node selector %v", job.Labels, job.Spec.Template.Spec.NodeSelector)
 	}
 }
+
+// TestNewProwJobOnPlatform: a ProwJob run of a verification with a platform carries the
+// platform label; only a ProwJob with a pod spec gets the variable and the node selectors
+// (a ProwJob without one is configured by Prow, which the controller does not change).
+func TestNewProwJobOnPlatform(t *testing.T) {
+	p := payloadWith(nil, nil)
+	tests := []struct {
+		name      string
+		platforms []string
+		podSpec   *corev1.PodSpec
+		label     string
+		env       string
+		selector  map[string]string
+	}{
+		{
+			name:      "pod spec",
+			platforms: []string{"linux/arm64/v8"},
+			podSpec: &corev1.PodSpec{
+				NodeSelector: map[string]string{"pool": "tests", corev1.LabelArchStable: "amd64"},
+				Containers:   []corev1.Container{{Name: "test", Image: "tests"}},
+			},
+			label:    "linux-arm64-v8",
+			env:      "linux/arm64/v8",
+			selector: map[string]string{"pool": "tests", corev1.LabelOSStable: "linux", corev1.LabelArchStable: "arm64"},
+		},
+		{
+			name:      "no pod spec",
+			platforms: []string{"linux/s390x"},
+			label:     "linux-s390x",
+		},
+		{
+			name:     "pod spec without platform",
+			podSpec:  &corev1.PodSpec{Containers: []corev1.Container{{Name: "test", Image: "tests"}}},
+			selector: nil,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := v1alpha1.Verification{Name: "e2e", Platforms: tt.platforms, ProwJob: &v1alpha1.ProwJobBackend{Spec: prowv1.ProwJobSpec{
+				Job: "periodic-e2e", PodSpec: tt.podSpec,
+			}}}
+			pj, err := NewProwJob(p, Launch{Verification: v, Attempt: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, ok := pj.Labels[v1alpha1.LabelPlatform]; got != tt.label || ok != (tt.label != "") {
+				t.Errorf("platform label %q (set: %t), want %q", got, ok, tt.label)
+			}
+			if tt.podSpec == nil {
+				if pj.Spec.PodSpec != nil {
+					t.Errorf("a ProwJob without pod spec got one: %+v", pj.Spec.PodSpec)
+				}
+				return
+			}
+			if got := pj.Spec.PodSpec.NodeSelector; !maps.Equal(got, tt.selector) {
+				t.Errorf("node selector %v, want %v", got, tt.selector)
+			}
+			env := map[string]string{}
+			for _, e := range pj.Spec.PodSpec.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+			if got, ok := env[v1alpha1.EnvReleasePlatform]; got != tt.env || ok != (tt.env != "") {
+				t.Errorf("%s = %q (set: %t), want %q", v1alpha1.EnvReleasePlatform, got, ok, tt.env)
+			}
+			if env[v1alpha1.EnvReleaseTag] != p.Name {
+				t.Errorf("env %v lacks the release tag", env)
+			}
+			if tt.podSpec.NodeSelector[corev1.LabelArchStable] == "arm64" || len(tt.podSpec.Containers[0].Env) != 0 {
+				t.Error("NewProwJob modified the verification's pod spec")
+			}
+		})
+	}
+}
