@@ -176,10 +176,8 @@ whose components are pinned to that platform's images; without it, the first pla
 				return fmt.Errorf("--output must be text or json, got %q", output)
 			}
 			ctx := cmd.Context()
-			if platform != "" {
-				if _, err := releaseimage.ParsePlatform(platform); err != nil {
-					return fmt.Errorf("--platform: %w", err)
-				}
+			if err := checkPlatformFlag(platform); err != nil {
+				return err
 			}
 			info, err := releaseimage.PlatformInfo(ctx, args[0], platform, registryclient.New().Options(ctx)...)
 			if err != nil {
@@ -303,6 +301,9 @@ the platform's image (the signature a consumer that pulls that platform meets) i
 image index; both are signed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkPlatformFlag(platform); err != nil {
+				return err
+			}
 			armored, err := os.ReadFile(keyFile)
 			if err != nil {
 				return fmt.Errorf("reading --key: %w", err)
@@ -341,4 +342,16 @@ image index; both are signed.`,
 	_ = cmd.MarkFlagRequired("key")
 	_ = cmd.MarkFlagRequired("store")
 	return cmd
+}
+
+// checkPlatformFlag refuses a --platform that is not os/arch[/variant] before anything is read,
+// so a typo is named as one rather than reported as a platform the payload lacks.
+func checkPlatformFlag(platform string) error {
+	if platform == "" {
+		return nil
+	}
+	if _, err := releaseimage.ParsePlatform(platform); err != nil {
+		return fmt.Errorf("--platform: %w", err)
+	}
+	return nil
 }

@@ -189,6 +189,7 @@ func TestPayloadVerifyPlatform(t *testing.T) {
 		{"missing platform", []string{repo + ":1.0.0", "--platform", "linux/s390x"}, repo + ":1.0.0 has no image of linux/s390x (it has linux/amd64, linux/arm64)"},
 		{"platform image unsigned", []string{repo + ":1.0.1", "--platform", "linux/arm64"}, arm64 + ": no signatures of " + digestOf(arm64) + " in the store"},
 		{"one image", []string{single, "--platform", "linux/arm64"}, single + " is one image (of linux/amd64), not an image index of platforms"},
+		{"no os/arch", []string{repo + ":1.0.0", "--platform", "arm64"}, `--platform: platform "arm64" is not os/arch or os/arch/variant`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"payload", "verify", "--key", keyFile, "--store", storeURL}, tc.args...)
