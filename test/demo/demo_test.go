@@ -3,8 +3,11 @@
 // release pages in headless Chromium: index → stream → release → compare → graph → health,
 // checking what a person sees; then follows the demo pipeline to prod with the approval
 // command dev printed, checking on the way that dev's /metrics serves every metric the
-// shipped alerts and dashboard name. The REST API is read with a plain HTTP client to know when the demo is
-// far enough along; nothing waits for a fixed time.
+// shipped alerts and dashboard name. It also checks what the demo's two platforms give a
+// consumer: an image index of both, a signature of each platform's image, a Cincinnati graph
+// per architecture, and a stream that refuses a component built for one platform only. The
+// REST API is read with a plain HTTP client to know when the demo is far enough along;
+// nothing waits for a fixed time.
 package demo
 
 import (
@@ -22,14 +25,23 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/go-logr/logr"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	ocitypes "github.com/google/go-containerregistry/pkg/v1/types"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	devdemo "github.com/release-controller/release-controller/internal/devenv/demo"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/monitoring"
+	"github.com/release-controller/release-controller/internal/registryclient"
+	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/testbinary"
 	"github.com/release-controller/release-controller/internal/testbrowser"
@@ -131,7 +143,8 @@ func TestDemoPagesInBrowser(t *testing.T) {
 	testbrowser.Do(t, ctx, "waiting for the signature", chromedp.WaitVisible(chromedp.CSS(`p.signed`)))
 	signedLine := testbrowser.Eval[string](t, ctx, `document.querySelector("p.signed").innerText`)
 	pullSpec := testbrowser.Eval[string](t, ctx, `document.getElementById("pullspec").innerText`)
-	checkSignature(t, dev, binary, dataDir, pullSpec, signedLine)
+	checkSignature(t, dev, binary, pullSpec, signedLine)
+	checkPlatforms(t, dev, base, binary, pullSpec, first, second, rejected)
 
 	// Compare: pick the first and the rejected payload in the selects.
 	testbrowser.Do(t, ctx, "opening compare", chromedp.Navigate(base+"/releasestream/nightly/compare"),
@@ -172,6 +185,8 @@ func TestDemoPagesInBrowser(t *testing.T) {
 	testbrowser.CheckConsole(t, ctx, console)
 
 	checkPipeline(t, dev, base, binary, dataDir, second)
+
+	checkMissingPlatform(t, dev, binary, dataDir)
 }
 
 // checkHealth opens the stream's health page from the stream page: both charts drawn, the
@@ -274,29 +289,14 @@ func checkPipeline(t *testing.T, dev *testbinary.Process, base, binary, dataDir,
 	if !ok || !strings.HasPrefix(approve, "release-controller pipeline approve demo/nightly prod ") || !strings.Contains(approve, "--key-file "+filepath.Join(dataDir, "prod-approval-key")) {
 		t.Fatalf("dev printed no approval command: %q", approve)
 	}
-	ctrl.SetLogger(logr.Discard())
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := demoClient(t, dataDir)
 	waitPipeline := func(what string, done func(envs []v1alpha1.EnvironmentStatus) bool) {
 		t.Helper()
-		limit := time.Now().Add(demoWait)
-		for {
+		waitFor(t, dev, "the demo pipeline getting to "+what, func() (bool, string) {
 			var p v1alpha1.Pipeline
 			err := c.Get(context.Background(), types.NamespacedName{Namespace: "demo", Name: "nightly"}, &p)
-			if err == nil && len(p.Status.Environments) == 3 && done(p.Status.Environments) {
-				return
-			}
-			if time.Now().After(limit) {
-				t.Fatalf("the demo pipeline did not get to %s in %s (%v): %+v; the end of the dev log:\n%s", what, demoWait, err, p.Status, dev.Tail(40))
-			}
-			time.Sleep(time.Second)
-		}
+			return err == nil && len(p.Status.Environments) == 3 && done(p.Status.Environments), fmt.Sprintf("%v: %+v", err, p.Status)
+		})
 	}
 	at := func(e v1alpha1.EnvironmentStatus) bool { return e.Revision == accepted && e.Ready }
 	waitPipeline(accepted+" in dev and staging, prod waiting", func(envs []v1alpha1.EnvironmentStatus) bool {
@@ -304,9 +304,7 @@ func checkPipeline(t *testing.T, dev *testbinary.Process, base, binary, dataDir,
 	})
 	checkMetrics(t, base)
 	// The printed command, as a user pastes it: kubectl reads the waiting revision.
-	cmd := exec.Command("sh", "-c", approve)
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "approved "+accepted) {
+	if out, err := paste(binary, approve); err != nil || !strings.Contains(string(out), "approved "+accepted) {
 		t.Fatalf("%s: %v\n%s", approve, err, out)
 	}
 	waitPipeline(accepted+" in prod", func(envs []v1alpha1.EnvironmentStatus) bool {
@@ -316,7 +314,22 @@ func checkPipeline(t *testing.T, dev *testbinary.Process, base, binary, dataDir,
 
 // checkSignature runs the verify command dev printed on the payload pullSpec (by digest, as
 // the page shows it), and checks that it names the key the page names.
-func checkSignature(t *testing.T, dev *testbinary.Process, binary, dataDir, pullSpec, signedLine string) {
+func checkSignature(t *testing.T, dev *testbinary.Process, binary, pullSpec, signedLine string) {
+	t.Helper()
+	repository, _, _ := strings.Cut(pullSpec, "@")
+	command := strings.Replace(verifyCommand(t, dev), repository+":TAG", pullSpec, 1)
+	out, err := paste(binary, command)
+	if err != nil || !strings.Contains(string(out), "verified") {
+		t.Fatalf("%s: %v\n%s", command, err, out)
+	}
+	keyID := strings.Fields(strings.TrimPrefix(signedLine, "The payload is signed by "))[0]
+	if !strings.Contains(string(out), "signed by "+keyID) {
+		t.Errorf("verify says %q; the page says %q", out, signedLine)
+	}
+}
+
+// verifyCommand is the verify command dev printed, for the payload REPOSITORY:TAG.
+func verifyCommand(t *testing.T, dev *testbinary.Process) string {
 	t.Helper()
 	log, err := os.ReadFile(dev.LogPath)
 	if err != nil {
@@ -327,17 +340,209 @@ func checkSignature(t *testing.T, dev *testbinary.Process, binary, dataDir, pull
 	if !ok || !strings.HasPrefix(verify, "release-controller payload verify ") || !strings.Contains(verify, "/demo/release:TAG") {
 		t.Fatalf("dev printed no verify command: %q", verify)
 	}
-	repository, _, _ := strings.Cut(pullSpec, "@")
-	command := strings.Replace(verify, repository+":TAG", pullSpec, 1)
+	return verify
+}
+
+// paste runs a command dev printed as a user pastes it into a shell, with the built binary
+// first on the PATH, and returns its output.
+func paste(binary, command string) ([]byte, error) {
 	cmd := exec.Command("sh", "-c", command)
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(binary)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "verified") {
-		t.Fatalf("%s: %v\n%s", command, err, out)
+	return cmd.CombinedOutput()
+}
+
+// checkPlatforms checks what the demo's two platforms give a consumer of the accepted payload
+// (whose image index pullSpec is, as its release page shows it; first is the accepted payload
+// before it, rejected the payload e2e rejected): the payload's tag is an OCI image index of an
+// image per platform, each image of its platform; the printed verify command with --platform
+// linux/arm64 verifies the arm64 image's signature; and the Cincinnati graph offers arm64
+// clusters the arm64 image and multi-architecture clusters the index, while its stable
+// channel never leads into the rejected payload.
+func checkPlatforms(t *testing.T, dev *testbinary.Process, base, binary, pullSpec, first, accepted, rejected string) {
+	t.Helper()
+	ctx := context.Background()
+	repository, indexDigest, _ := strings.Cut(pullSpec, "@")
+	tagRef := repository + ":" + accepted
+
+	// The image index, read as `crane manifest` reads it.
+	ref, err := name.ParseReference(tagRef)
+	if err != nil {
+		t.Fatal(err)
 	}
-	keyID := strings.Fields(strings.TrimPrefix(signedLine, "The payload is signed by "))[0]
-	if !strings.Contains(string(out), "signed by "+keyID) {
-		t.Errorf("verify says %q; the page says %q", out, signedLine)
+	desc, err := remote.Get(ref, registryclient.New().Options(ctx)...)
+	if err != nil {
+		t.Fatalf("reading %s: %v", tagRef, err)
+	}
+	if desc.MediaType != ocitypes.OCIImageIndex || desc.Digest.String() != indexDigest {
+		t.Fatalf("%s is a %s of digest %s; want an OCI image index, %s as the release page says", tagRef, desc.MediaType, desc.Digest, pullSpec)
+	}
+	images, err := releaseimage.ImagesByPlatform(desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	platforms := releaseimage.PlatformNames(images)
+	if !slices.Equal(slices.Sorted(slices.Values(platforms)), slices.Sorted(slices.Values(devdemo.Platforms))) {
+		t.Fatalf("the index %s has images of %v; want one of each of %v", tagRef, platforms, devdemo.Platforms)
+	}
+	index, err := desc.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	digests := map[string]v1.Hash{}
+	for _, im := range images {
+		digests[im.Platform] = im.Digest
+		img, err := index.Image(im.Digest)
+		if err != nil {
+			t.Fatalf("the %s image of %s: %v", im.Platform, tagRef, err)
+		}
+		config, err := img.ConfigFile()
+		if err != nil {
+			t.Fatalf("the %s image of %s: %v", im.Platform, tagRef, err)
+		}
+		if got := config.OS + "/" + config.Architecture; got != im.Platform {
+			t.Errorf("the index lists %s for %s; its configuration says %s", im.Digest, im.Platform, got)
+		}
+	}
+	arm64Image := repository + "@" + digests["linux/arm64"].String()
+
+	// The printed verify command, by tag, for a consumer that pulls linux/arm64: the
+	// signature of that platform's image.
+	command := strings.Replace(verifyCommand(t, dev), repository+":TAG", tagRef, 1) + " --platform linux/arm64"
+	if out, err := paste(binary, command); err != nil || !strings.Contains(string(out), "verified: "+arm64Image+" signed by ") {
+		t.Errorf("%s: %v; want %s verified\n%s", command, err, arm64Image, out)
+	}
+
+	// The graph per architecture: arm64 clusters get the arm64 image, with the tested upgrade
+	// from the payload before; multi-architecture clusters get the index.
+	arm64 := cincinnatiGraph(t, base, "arch=arm64")
+	if got := arm64.payload(accepted); got != arm64Image {
+		t.Errorf("graph?arch=arm64 offers %s as %q; want its arm64 image %s", accepted, got, arm64Image)
+	}
+	if !arm64.hasEdge(first, accepted) {
+		t.Errorf("graph?arch=arm64 has no edge %s → %s: %+v", first, accepted, arm64)
+	}
+	if got := cincinnatiGraph(t, base, "arch=multi").payload(accepted); got != pullSpec {
+		t.Errorf("graph?arch=multi offers %s as %q; want its index %s", accepted, got, pullSpec)
+	}
+	// The tested upgrade into the rejected payload is in the graph of every upgrade, but the
+	// stable channel, which promises success, never leads into it.
+	if nightly := cincinnatiGraph(t, base, "channel=nightly"); len(nightly.into(rejected)) == 0 {
+		t.Errorf("graph?channel=nightly has no edge into the rejected %s, whose upgrade check ended: %+v", rejected, nightly)
+	}
+	stable := cincinnatiGraph(t, base, "channel=stable")
+	if from := stable.into(rejected); len(from) > 0 {
+		t.Errorf("graph?channel=stable leads from %v into the rejected %s", from, rejected)
+	}
+	if !stable.hasEdge(first, accepted) {
+		t.Errorf("graph?channel=stable has no edge %s → %s: %+v", first, accepted, stable)
+	}
+}
+
+// cincinnati is a /graph answer.
+type cincinnati struct {
+	Nodes []struct {
+		Version string `json:"version"`
+		Payload string `json:"payload"`
+	} `json:"nodes"`
+	Edges [][2]int `json:"edges"`
+}
+
+// cincinnatiGraph reads /graph?query.
+func cincinnatiGraph(t *testing.T, base, query string) cincinnati {
+	t.Helper()
+	body, err := testbinary.Get(context.Background(), base+"/graph?"+query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g cincinnati
+	if err := json.Unmarshal([]byte(body), &g); err != nil {
+		t.Fatalf("graph?%s: %v\n%s", query, err, body)
+	}
+	for _, e := range g.Edges {
+		if min(e[0], e[1]) < 0 || max(e[0], e[1]) >= len(g.Nodes) {
+			t.Fatalf("graph?%s has an edge %v between %d nodes", query, e, len(g.Nodes))
+		}
+	}
+	return g
+}
+
+// payload is the payload of the node of version, "" without one.
+func (g cincinnati) payload(version string) string {
+	for _, n := range g.Nodes {
+		if n.Version == version {
+			return n.Payload
+		}
+	}
+	return ""
+}
+
+// into lists the versions the edges into version come from.
+func (g cincinnati) into(version string) []string {
+	var from []string
+	for _, e := range g.Edges {
+		if g.Nodes[e[1]].Version == version {
+			from = append(from, g.Nodes[e[0]].Version)
+		}
+	}
+	return from
+}
+
+// hasEdge reports whether an edge leads from version from to version to.
+func (g cincinnati) hasEdge(from, to string) bool {
+	return slices.Contains(g.into(to), from)
+}
+
+// checkMissingPlatform publishes a build of operator for linux/amd64 only, as `dev bump
+// --break platform` does, and waits until the stream's Imported condition refuses it for
+// lacking linux/arm64.
+func checkMissingPlatform(t *testing.T, dev *testbinary.Process, binary, dataDir string) {
+	t.Helper()
+	c := demoClient(t, dataDir)
+	bump(t, binary, dataDir, "operator", "--break", "platform")
+	const missing = "linux/arm64"
+	waitFor(t, dev, "the stream refusing operator built without "+missing, func() (bool, string) {
+		var s v1alpha1.ReleaseStream
+		if err := c.Get(context.Background(), types.NamespacedName{Namespace: "demo", Name: "nightly"}, &s); err != nil {
+			return false, err.Error()
+		}
+		cond := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionImported)
+		if cond == nil {
+			return false, "no Imported condition"
+		}
+		return cond.Status == metav1.ConditionFalse && strings.Contains(cond.Message, "operator (") &&
+			strings.Contains(cond.Message, "lacks platform "+missing+" of the stream"), fmt.Sprintf("%s: %s", cond.Status, cond.Message)
+	})
+}
+
+// demoClient is a client of dev's API server, through the kubeconfig dev wrote.
+func demoClient(t *testing.T, dataDir string) client.Client {
+	t.Helper()
+	ctrl.SetLogger(logr.Discard())
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dataDir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// waitFor polls done every second until it holds, for at most demoWait; done also says what
+// it saw, for the failure.
+func waitFor(t *testing.T, dev *testbinary.Process, what string, done func() (bool, string)) {
+	t.Helper()
+	limit := time.Now().Add(demoWait)
+	for {
+		ok, saw := done()
+		if ok {
+			return
+		}
+		if time.Now().After(limit) {
+			t.Fatalf("%s: not after %s (last: %s); the end of the dev log:\n%s", what, demoWait, saw, dev.Tail(40))
+		}
+		time.Sleep(time.Second)
 	}
 }
 
