@@ -144,7 +144,14 @@ func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step 
 		rec, err := r.audit(ctx, p)
 		if err != nil {
 			set(AuditErrorCondition(err))
-			r.report.Fail(ctx, p, v1alpha1.ReasonAuditError, "Audit", "auditing the payload", err)
+			reason := v1alpha1.ReasonAuditError
+			if step.Sign && errors.As(err, new(storeError)) {
+				// The store the record goes to is where the signature goes too: the
+				// signature says why it waits.
+				set(StoreErrorCondition(err))
+				reason = v1alpha1.ReasonSignatureStoreError
+			}
+			r.report.Fail(ctx, p, reason, "Audit", "auditing the payload", err)
 			return ctrl.Result{}, err
 		}
 		set(AuditedCondition(rec))
@@ -196,6 +203,13 @@ func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step 
 	return ctrl.Result{}, nil
 }
 
+// storeError is the signature store's refusal of the audit record: the audit ran, but neither
+// its record nor a signature can be kept until the store is back.
+type storeError struct{ err error }
+
+func (e storeError) Error() string { return "storing the audit record: " + e.err.Error() }
+func (e storeError) Unwrap() error { return e.err }
+
 // Claims are what the payload's signature says: its digest, under the reference
 // <repository>:<tag>, which matches pulls by that tag and, with containers/image's default
 // identity rule, pulls of the repository by digest.
@@ -234,7 +248,7 @@ func (r *Reconciler) audit(ctx context.Context, p *v1alpha1.ReleasePayload) (Rec
 				return Record{}, err
 			}
 			if err := r.Store.PutAudit(ctx, d.DigestStr(), raw); err != nil {
-				return Record{}, fmt.Errorf("storing the audit record: %w", err)
+				return Record{}, storeError{err}
 			}
 		}
 	}

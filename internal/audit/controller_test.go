@@ -378,16 +378,11 @@ func TestStoreOutageIsRetriedUntilSigned(t *testing.T) {
 
 	p := acceptedPayload(t, ns)
 	startAudit(t, ns, &audit.Reconciler{Options: audit.Options{Store: store, KeySecret: key.secret}})
-	g.Eventually(func() string {
-		c := condition(g, p, v1alpha1.ConditionPayloadSigned)()
-		if c == nil {
-			c = condition(g, p, v1alpha1.ConditionPayloadAudited)()
-		}
-		if c == nil {
-			return ""
-		}
-		return c.Reason
-	}, waitTimeout).Should(BeElementOf(v1alpha1.ReasonSignatureStoreError, v1alpha1.ReasonAuditError))
+	// The audit record is refused first: the audit could not be kept, and the signature
+	// says the store is why it waits.
+	g.Eventually(condition(g, p, v1alpha1.ConditionPayloadSigned), waitTimeout).Should(withReason(v1alpha1.ReasonSignatureStoreError))
+	g.Expect(condition(g, p, v1alpha1.ConditionPayloadAudited)()).To(withReason(v1alpha1.ReasonAuditError))
+	g.Expect(condition(g, p, v1alpha1.ConditionPayloadSigned)().Message).To(ContainSubstring("not a directory"))
 
 	g.Expect(os.Remove(dir)).To(Succeed())
 	g.Expect(os.Rename(dir+".away", dir)).To(Succeed())
