@@ -248,11 +248,17 @@ func TestPickBuild(t *testing.T) {
 	counts := map[Breakage]int{}
 	components := map[string]int{}
 	for range 1000 {
-		c, b := pickBuild(rng)
+		c, b := pickBuild(rng, "")
 		counts[b]++
 		components[c]++
 	}
 	g := NewWithT(t)
+	// A component built without a platform is built again next, whole.
+	for range 100 {
+		c, b := pickBuild(rng, "web")
+		g.Expect(c).To(Equal("web"))
+		g.Expect(b).To(Equal(NoBreakage))
+	}
 	g.Expect(components).To(HaveLen(len(Components)))
 	g.Expect(counts[BreakE2E]).To(BeNumerically("~", 200, 40))
 	g.Expect(counts[MissingPlatform]).To(BeNumerically("~", 100, 30))
