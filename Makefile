@@ -53,10 +53,12 @@ run: build control-plane ## Start the embedded local environment (release-contro
 # tests' builds) and near UTC midnight (test/rbac waits for the day to turn).
 # containers_image_openpgp: the test that verifies our signatures with containers/image uses
 # its pure-Go OpenPGP mechanism, not gpgme (cgo).
-# make faults: the fault suite's size (make test runs 20 streams x 3 jobs, 3 kills).
+# make faults: the fault suite's size (make test runs 20 streams x 3 jobs, 3 kills, 40 payloads
+# in the kill case).
 FAULTS_STREAMS ?= 100
 FAULTS_JOBS ?= 10
 FAULTS_KILLS ?= 10
+FAULTS_KILL_PAYLOADS ?= 1000
 FAULTS_REGISTRY_DOWN ?= 2m
 # make soak: how long dev runs accelerated (make test runs 2 minutes).
 SOAK_DURATION ?= 1h
@@ -245,8 +247,8 @@ soak: control-plane ## Run make run's demo accelerated (a build every 10 s, brok
 
 .PHONY: faults
 faults: control-plane ## Break the parts around the shipped controller (API server, etcd, registry, signature store, priority and fairness, a remote cluster, the controller itself) and dev's changelog cache with 100 streams x 10 jobs in flight; check nothing is lost. make test runs a small version.
-	@echo "==> fault suite: FAULTS_STREAMS=$(FAULTS_STREAMS) streams x FAULTS_JOBS=$(FAULTS_JOBS) jobs, FAULTS_KILLS=$(FAULTS_KILLS) controller kills"
-	FAULTS_STREAMS=$(FAULTS_STREAMS) FAULTS_JOBS=$(FAULTS_JOBS) FAULTS_KILLS=$(FAULTS_KILLS) FAULTS_REGISTRY_DOWN=$(FAULTS_REGISTRY_DOWN) $(GO) test -count=1 -v -timeout 120m -tags $(TEST_TAGS) -run '^TestFault' ./test/scale/ ./test/soak/ | tee $(BIN)/faults.log | grep -E '^(=== RUN|--- |FAULT|PASS|FAIL|ok)|_test.go:'
+	@echo "==> fault suite: FAULTS_STREAMS=$(FAULTS_STREAMS) streams x FAULTS_JOBS=$(FAULTS_JOBS) jobs, FAULTS_KILLS=$(FAULTS_KILLS) controller kills during FAULTS_KILL_PAYLOADS=$(FAULTS_KILL_PAYLOADS) payloads"
+	FAULTS_STREAMS=$(FAULTS_STREAMS) FAULTS_JOBS=$(FAULTS_JOBS) FAULTS_KILLS=$(FAULTS_KILLS) FAULTS_KILL_PAYLOADS=$(FAULTS_KILL_PAYLOADS) FAULTS_REGISTRY_DOWN=$(FAULTS_REGISTRY_DOWN) $(GO) test -count=1 -v -timeout 120m -tags $(TEST_TAGS) -run '^TestFault' ./test/scale/ ./test/soak/ | tee $(BIN)/faults.log | grep -E '^(=== RUN|--- |FAULT|PASS|FAIL|ok)|_test.go:'
 	@echo "==> the whole output is in $(BIN)/faults.log"
 
 bench: build control-plane ## Run the benchmarks on bin/release-controller as shipped: payload acceptance, payload build, release pages and REST reads; release log reads; stream health.

@@ -27,6 +27,8 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/releaseimage"
+	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // verification is the one blocking verification every stream runs.
@@ -42,6 +44,15 @@ type fleet struct {
 	// verifications are the blocking verifications of every stream: one, "check", unless
 	// newFleetWith asked for more.
 	verifications []string
+	// perStream is how many payloads each stream makes: one, unless a test asks for more;
+	// publishNext makes the others.
+	perStream int
+	// rejects, when set, says which streams (by index) fail their first verification: every
+	// payload of theirs is to be rejected, every other one accepted.
+	rejects func(i int) bool
+	// rejected are the streams rejects chose; builds counts each stream's app builds.
+	rejected map[string]bool
+	builds   map[string]int
 }
 
 // newFleet creates the namespaces and the shared component. When the test ends, after the
@@ -56,7 +67,8 @@ func newFleet(t testing.TB) *fleet {
 // check-2, check-3 ….
 func newFleetWith(t testing.TB, jobs int) *fleet {
 	t.Helper()
-	f := &fleet{ns: env.Namespace(t), logNS: env.Namespace(t), verifications: []string{verification}}
+	f := &fleet{ns: env.Namespace(t), logNS: env.Namespace(t), verifications: []string{verification}, perStream: 1,
+		rejected: map[string]bool{}, builds: map[string]int{}}
 	for i := 2; i <= jobs; i++ {
 		f.verifications = append(f.verifications, fmt.Sprintf("%s-%d", verification, i))
 	}
@@ -130,16 +142,24 @@ func (f *fleet) addStream(t testing.TB, i int, name string, gated bool) {
 }
 
 // newStream publishes the stream's app component and returns the stream, not created yet.
+// Every verification records its run and passes, but the first of a stream rejects chose,
+// which fails.
 func (f *fleet) newStream(t testing.TB, i int, name string, gated bool) *v1alpha1.ReleaseStream {
 	t.Helper()
 	app := publish(t, f.ns, name+"-app")
+	f.builds[name] = 1
+	f.rejected[name] = f.rejects != nil && f.rejects(i)
 	var verifications []v1alpha1.Verification
-	for _, v := range f.verifications {
+	for n, v := range f.verifications {
 		body := `echo "$RELEASE_TAG ` + v + `" >> "` + f.runsFile() + `"; `
 		if gated {
 			body += `while [ ! -e "` + f.gateFile() + `" ]; do sleep 0.5; done; `
 		}
-		body += `echo "verified $RELEASE_TAG"`
+		if n == 0 && f.rejected[name] {
+			body += `echo "failing $RELEASE_TAG"; exit 1`
+		} else {
+			body += `echo "verified $RELEASE_TAG"`
+		}
 		verifications = append(verifications, v1alpha1.Verification{Name: v, Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To[int32](0),
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
@@ -159,8 +179,50 @@ func (f *fleet) newStream(t testing.TB, i int, name string, gated bool) *v1alpha
 			},
 			PublishTags:  []string{"latest"},
 			Verification: verifications,
+			// Every payload the stream makes stays, to be checked.
+			Retention: v1alpha1.Retention{KeepAccepted: int32(f.perStream), KeepRejected: ptr.To(int32(f.perStream))},
 		},
 	}
+}
+
+// expected is the verdict every payload of stream name is to get.
+func (f *fleet) expected(name string) v1alpha1.PayloadPhase {
+	if f.rejected[name] {
+		return v1alpha1.PhaseRejected
+	}
+	return v1alpha1.PhaseAccepted
+}
+
+// decided reports whether every payload in list has its verdict.
+func decided(list []v1alpha1.ReleasePayload) bool {
+	return !slices.ContainsFunc(list, func(p v1alpha1.ReleasePayload) bool { return !verdict.IsVerdict(p.Status.Phase) })
+}
+
+// publishNext publishes a new build of the app component of every stream whose payloads all
+// have their verdict, one made of each build, and that has made fewer than perStream: its
+// next import makes its next payload. Nothing is published while a payload waits for its
+// verdict, so every build makes one payload.
+func (f *fleet) publishNext(t testing.TB, s *snapshot) {
+	t.Helper()
+	for _, name := range f.streams {
+		list := s.payloads[name]
+		if len(list) == f.builds[name] && len(list) < f.perStream && decided(list) {
+			publish(t, f.ns, name+"-app")
+			f.builds[name]++
+		}
+	}
+}
+
+// unfinished lists the streams of the fleet that have not made their perStream payloads yet,
+// or whose payloads do not all have their verdict.
+func (f *fleet) unfinished(s *snapshot) []string {
+	var out []string
+	for _, name := range f.streams {
+		if list := s.payloads[name]; len(list) < f.perStream || !decided(list) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 func (f *fleet) createStream(t testing.TB, s *v1alpha1.ReleaseStream) {
@@ -201,11 +263,28 @@ func deleteReleaseObjects(t testing.TB, ns string) {
 // snapshot is the state of a fleet's streams, payloads and jobs at one moment.
 type snapshot struct {
 	streams  map[string]*v1alpha1.ReleaseStream
-	payloads map[string][]v1alpha1.ReleasePayload // by stream
+	payloads map[string][]v1alpha1.ReleasePayload // by stream, oldest first
 	jobs     []batchv1.Job
+	// withJobs says the jobs were listed (snapshot, not progress).
+	withJobs bool
 }
 
 func (f *fleet) snapshot(ctx context.Context) (*snapshot, error) {
+	s, err := f.progress(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var jobs batchv1.JobList
+	if err := env.Client.List(ctx, &jobs, client.InNamespace(f.ns)); err != nil {
+		return nil, err
+	}
+	s.jobs, s.withJobs = jobs.Items, true
+	return s, nil
+}
+
+// progress is snapshot without the jobs: cheaper to poll (a run of 1,000 payloads has
+// 11,000 jobs).
+func (f *fleet) progress(ctx context.Context) (*snapshot, error) {
 	var streams v1alpha1.ReleaseStreamList
 	if err := env.Client.List(ctx, &streams, client.InNamespace(f.ns)); err != nil {
 		return nil, err
@@ -214,16 +293,16 @@ func (f *fleet) snapshot(ctx context.Context) (*snapshot, error) {
 	if err := env.Client.List(ctx, &payloads, client.InNamespace(f.ns)); err != nil {
 		return nil, err
 	}
-	var jobs batchv1.JobList
-	if err := env.Client.List(ctx, &jobs, client.InNamespace(f.ns)); err != nil {
-		return nil, err
-	}
-	s := &snapshot{streams: map[string]*v1alpha1.ReleaseStream{}, payloads: map[string][]v1alpha1.ReleasePayload{}, jobs: jobs.Items}
+	s := &snapshot{streams: map[string]*v1alpha1.ReleaseStream{}, payloads: map[string][]v1alpha1.ReleasePayload{}}
 	for i := range streams.Items {
 		s.streams[streams.Items[i].Name] = &streams.Items[i]
 	}
 	for _, p := range payloads.Items {
 		s.payloads[p.Spec.PayloadCoordinates.Stream] = append(s.payloads[p.Spec.PayloadCoordinates.Stream], p)
+	}
+	for _, list := range s.payloads {
+		// A stream's tags end with their creation time.
+		slices.SortFunc(list, func(a, b v1alpha1.ReleasePayload) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return s, nil
 }
@@ -306,8 +385,11 @@ func (s *snapshot) summary() string {
 		}
 		parts = append(parts, fmt.Sprintf("%s %d", label, counts[v1alpha1.PayloadPhase(k)]))
 	}
-	return fmt.Sprintf("%d streams, payloads: [%s], built %d; jobs: %d, unfinished %d",
-		len(s.streams), strings.Join(parts, ", "), s.created(), len(s.jobs), s.unfinishedJobs())
+	out := fmt.Sprintf("%d streams, payloads: [%s], built %d", len(s.streams), strings.Join(parts, ", "), s.created())
+	if s.withJobs {
+		out += fmt.Sprintf("; jobs: %d, unfinished %d", len(s.jobs), s.unfinishedJobs())
+	}
+	return out
 }
 
 // describe tells, for at most limit of the streams named, what their status and payloads say.
@@ -423,19 +505,23 @@ func (f *fleet) waitAllAccepted(t testing.TB, names []string, timeout time.Durat
 	return snap
 }
 
-// checkOneAcceptedPayloadEach checks that every stream has exactly one payload, accepted,
-// with its image: the components never changed, so a second payload would be a duplicate.
-func (f *fleet) checkOneAcceptedPayloadEach(t testing.TB, s *snapshot, names []string) {
+// checkVerdicts checks that every stream named has exactly its perStream payloads, each built
+// and with the verdict the input decided (accepted, or rejected on a stream rejects chose): one
+// payload per build of its components, so another payload would be a duplicate.
+func (f *fleet) checkVerdicts(t testing.TB, s *snapshot, names []string) {
 	t.Helper()
 	var wrong []string
 	for _, name := range names {
 		list := s.payloads[name]
-		if len(list) != 1 || list[0].Status.Phase != v1alpha1.PhaseAccepted || list[0].Status.PayloadImage == "" {
+		if len(list) != f.perStream || slices.ContainsFunc(list, func(p v1alpha1.ReleasePayload) bool {
+			return p.Status.Phase != f.expected(name) || p.Status.PayloadImage == ""
+		}) {
 			wrong = append(wrong, name)
 		}
 	}
 	if len(wrong) > 0 {
-		t.Errorf("%d streams do not have exactly one accepted, built payload:\n%s", len(wrong), s.describe(wrong, 10))
+		t.Errorf("%d streams do not have exactly %d built payloads with their expected verdict (Rejected where the stream's first verification fails, else Accepted):\n%s",
+			len(wrong), f.perStream, s.describe(wrong, 10))
 	}
 	var stuck []string
 	for name, list := range s.payloads {
@@ -453,8 +539,8 @@ func (f *fleet) checkOneAcceptedPayloadEach(t testing.TB, s *snapshot, names []s
 }
 
 // checkJobsOncePerRun checks that every payload has one creation job and one job of each
-// verification, attempt 1 (the verifications pass at once, so no retry was due), and that
-// every verification process ran once.
+// verification, attempt 1 (a verification passes or fails at once and has no retries), and
+// that every verification process ran once.
 func (f *fleet) checkJobsOncePerRun(t testing.TB, s *snapshot) {
 	t.Helper()
 	type run struct{ payload, jobType, verify, attempt string }
@@ -525,19 +611,25 @@ func (f *fleet) checkJobsOncePerRun(t testing.TB, s *snapshot) {
 	}
 }
 
-// waitReleaseLogged waits until the release log holds one release entry for every payload of
-// the fleet, then checks that none is logged twice and nothing else was logged.
+// waitReleaseLogged waits until the release log holds the verdict of every payload of the
+// fleet (a release entry for an accepted payload, a rejected one for a rejected payload), then
+// checks that none is logged twice and nothing else was logged.
 func (f *fleet) waitReleaseLogged(t testing.TB, s *snapshot, running []*replica) {
 	t.Helper()
-	want := map[string]bool{}
+	want := map[string]string{} // the entry type of each payload's verdict, by tag
 	for _, list := range s.payloads {
 		for _, p := range list {
-			want[p.Name] = true
+			switch p.Status.Phase {
+			case v1alpha1.PhaseAccepted:
+				want[p.Name] = releaselog.TypeRelease
+			case v1alpha1.PhaseRejected:
+				want[p.Name] = releaselog.TypeRejected
+			}
 		}
 	}
 	var entries map[string]int
 	var others []string
-	waitFor(t, fmt.Sprintf("the release log holds the %d accepted payloads", len(want)), 2*time.Minute, running, func(ctx context.Context) (bool, string, error) {
+	waitFor(t, fmt.Sprintf("the release log holds the %d verdicts", len(want)), 2*time.Minute, running, func(ctx context.Context) (bool, string, error) {
 		var logs v1alpha1.ReleaseLogList
 		if err := env.Client.List(ctx, &logs, client.InNamespace(f.logNS)); err != nil {
 			return false, "", err
@@ -545,7 +637,7 @@ func (f *fleet) waitReleaseLogged(t testing.TB, s *snapshot, running []*replica)
 		entries, others = map[string]int{}, nil
 		for _, l := range logs.Items {
 			for _, e := range l.Spec.Entries {
-				if e.Type == "release" && want[e.Version] {
+				if typ, ok := want[e.Version]; ok && e.Type == typ {
 					entries[e.Version]++
 				} else {
 					others = append(others, fmt.Sprintf("%s %s (%s)", e.Type, e.Version, e.Message))
@@ -559,11 +651,11 @@ func (f *fleet) waitReleaseLogged(t testing.TB, s *snapshot, running []*replica)
 			}
 		}
 		sort.Strings(missing)
-		return len(missing) == 0, fmt.Sprintf("%d of %d accepted payloads not in the release log, e.g. %v", len(missing), len(want), missing[:min(len(missing), 10)]), nil
+		return len(missing) == 0, fmt.Sprintf("%d of %d verdicts not in the release log, e.g. %v", len(missing), len(want), missing[:min(len(missing), 10)]), nil
 	})
 	for tag, n := range entries {
 		if n != 1 {
-			t.Errorf("the release log holds %d release entries for %s, want 1", n, tag)
+			t.Errorf("the release log holds %d %s entries for %s, want 1", n, want[tag], tag)
 		}
 	}
 	if len(others) > 0 {

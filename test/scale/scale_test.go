@@ -41,7 +41,7 @@ func TestNewStreamAmongBusyStreamsGetsItsPayload(t *testing.T) {
 	start := time.Now()
 	snap := f.waitAllAccepted(t, f.streams, convergeTimeout, running)
 	t.Logf("%d streams each have an accepted payload %s after they were created: %s", fleetSize, time.Since(start).Round(time.Second), snap.summary())
-	f.checkOneAcceptedPayloadEach(t, snap, f.streams)
+	f.checkVerdicts(t, snap, f.streams)
 
 	// The streams are idle now: their components do not change. Once every status says so,
 	// count the status writes over a few import intervals.
@@ -54,7 +54,7 @@ func TestNewStreamAmongBusyStreamsGetsItsPayload(t *testing.T) {
 	f.addStream(t, fleetSize, "s-new", false)
 	snap = f.waitAllAccepted(t, []string{"s-new"}, convergeTimeout, running)
 	t.Logf("the new stream's payload %s is accepted %s after the stream was created", snap.payloads["s-new"][0].Name, time.Since(start).Round(100*time.Millisecond))
-	f.checkOneAcceptedPayloadEach(t, snap, f.streams)
+	f.checkVerdicts(t, snap, f.streams)
 	f.waitStatusSettled(t, []string{"s-new"}, running)
 	f.checkJobsOncePerRun(t, snap)
 	f.waitReleaseLogged(t, snap, running)
@@ -124,7 +124,7 @@ func TestLeaderKilledMidFlightConverges(t *testing.T) {
 	running := []*replica{survivor}
 	snap := f.waitAllAccepted(t, f.streams, convergeTimeout, running)
 	t.Logf("every stream has an accepted payload %s after the kill: %s", time.Since(killedAt).Round(time.Second), snap.summary())
-	f.checkOneAcceptedPayloadEach(t, snap, f.streams)
+	f.checkVerdicts(t, snap, f.streams)
 	f.checkJobsOncePerRun(t, snap)
 	f.waitStatusSettled(t, f.streams, running)
 	f.waitReleaseLogged(t, snap, running)
@@ -222,28 +222,39 @@ func waitLeader(t testing.TB, replicas ...*replica) *replica {
 	return leader
 }
 
-// waitStatusSettled waits until each stream's status records its accepted payload.
+// waitStatusSettled waits until each stream's status records its payloads' verdicts: its
+// newest payload, its newest accepted one (published) and how many were accepted and rejected.
 func (f *fleet) waitStatusSettled(t testing.TB, streams []string, running []*replica) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("the status of %d streams records their accepted payload", len(streams)), 2*time.Minute, running, func(ctx context.Context) (bool, string, error) {
-		s, err := f.snapshot(ctx)
+	waitFor(t, fmt.Sprintf("the status of %d streams records their verdicts", len(streams)), 2*time.Minute, running, func(ctx context.Context) (bool, string, error) {
+		s, err := f.progress(ctx)
 		if err != nil {
 			return false, "", err
 		}
 		var behind []string
 		for _, name := range streams {
-			st := s.streams[name]
-			if st == nil || len(s.payloads[name]) != 1 {
+			st, list := s.streams[name], s.payloads[name]
+			if st == nil || len(list) != f.perStream {
 				behind = append(behind, name)
 				continue
 			}
-			p := s.payloads[name][0]
-			if st.Status.LatestAccepted != p.Name || st.Status.LatestPayload != p.Name || st.Status.Payloads.Accepted != 1 ||
-				st.Status.PublishedImage != p.Status.PayloadImage || !meta.IsStatusConditionTrue(st.Status.Conditions, v1alpha1.ConditionReady) {
+			var accepted, rejected int32
+			var latestAccepted, published string
+			for _, p := range list {
+				switch p.Status.Phase {
+				case v1alpha1.PhaseAccepted:
+					accepted++
+					latestAccepted, published = p.Name, p.Status.PayloadImage
+				case v1alpha1.PhaseRejected:
+					rejected++
+				}
+			}
+			if st.Status.LatestPayload != list[len(list)-1].Name || st.Status.LatestAccepted != latestAccepted || st.Status.PublishedImage != published ||
+				st.Status.Payloads.Accepted != accepted || st.Status.Payloads.Rejected != rejected || !meta.IsStatusConditionTrue(st.Status.Conditions, v1alpha1.ConditionReady) {
 				behind = append(behind, name)
 			}
 		}
-		return len(behind) == 0, fmt.Sprintf("%d streams' status does not record their accepted payload:\n%s", len(behind), s.describe(behind, 10)), nil
+		return len(behind) == 0, fmt.Sprintf("%d streams' status does not record their verdicts:\n%s", len(behind), s.describe(behind, 10)), nil
 	})
 }
 
