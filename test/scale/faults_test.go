@@ -417,9 +417,9 @@ func TestFaultEtcdKilled(t *testing.T) {
 
 // TestFaultPriorityAndFairness (case 7): while the controller starts and the fleet builds and
 // verifies, a FlowSchema puts the controller's user in a priority level of one concurrency
-// share that rejects what it cannot seat (429). The controller backs off (it retries a rejected request no sooner than
-// the Retry-After) and retries; once the FlowSchema is gone every verdict comes, each
-// accepted payload signed once.
+// share that rejects what it cannot seat (429). The controller backs off (it retries a
+// rejected request no sooner than the Retry-After); once the FlowSchema is gone every verdict
+// comes, each accepted payload signed once.
 func TestFaultPriorityAndFairness(t *testing.T) {
 	sc := scaleOf(t)
 	ctx := context.Background()
