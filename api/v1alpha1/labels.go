@@ -71,3 +71,15 @@ const (
 	// set only on jobs of a verification with platforms.
 	EnvReleasePlatform = "RELEASE_PLATFORM"
 )
+
+// Annotations on a Secret that say where its credential may be sent (Jira tokens, git
+// credentials). internal/secreturl decides with them.
+const (
+	// AnnotationAllowedURLs lists the URL prefixes the Secret may be sent to, one per line or
+	// comma-separated, e.g. "https://jira.example.com". They are compared as parsed URLs:
+	// scheme, host, port and whole path segments. Without it the Secret is sent nowhere.
+	AnnotationAllowedURLs = "release-controller.dev/allowed-urls"
+	// AnnotationAllowInsecureHTTP, "true", lets the Secret go over plain http too; otherwise
+	// only https (and ssh for git) carry it.
+	AnnotationAllowInsecureHTTP = "release-controller.dev/allow-insecure-http"
+)
