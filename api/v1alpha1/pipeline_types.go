@@ -146,10 +146,12 @@ type NotificationPromotion struct {
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['http', 'https'] && url(self).getHost() != ''",message="url must be an http(s) URL"
 	URL string `json:"url"`
 
-	// SecretRef names the Secret whose hmac-key signs the event as approvals are signed: the
-	// header X-Release-Controller-Timestamp (RFC 3339) and X-Release-Controller-Signature,
-	// sha256=<hex HMAC-SHA256 of "POST\nPATH\nTIMESTAMP\n" + body>, PATH being the URL's path.
-	// Absent: unsigned.
+	// SecretRef names the Secret whose hmac-key signs the event: the header
+	// X-Release-Controller-Timestamp (RFC 3339) and X-Release-Controller-Signature,
+	// sha256=<hex HMAC-SHA256 of "release-controller.dev/notification/v1\nPOST\nPATH\nTIMESTAMP\n"
+	// + body>, PATH being the URL's path. The first line keeps a notification from ever being
+	// an approval, and the Secret must not be any environment's approval key (a key has one
+	// purpose). Absent: unsigned.
 	// +optional
 	SecretRef *SecretKeyReference `json:"secretRef,omitempty"`
 }
@@ -297,6 +299,8 @@ type PipelineSource struct {
 
 // PipelineSpec is an app and the environments it is promoted through, in order.
 //
+// +kubebuilder:validation:XValidation:rule="!has(self.promotion) || !has(self.promotion.notification) || !has(self.promotion.notification.secretRef) || self.environments.all(e, !has(e.approval) || e.approval.secretRef.name != self.promotion.notification.secretRef.name)",message="spec.promotion.notification.secretRef must not name the Secret of an environment's approval.secretRef: a notification key signs notifications only, an approval key approvals only; give the notification a Secret of its own",fieldPath=".promotion.notification.secretRef"
+// +kubebuilder:validation:XValidation:rule="self.environments.all(n, !has(n.promotion) || !has(n.promotion.notification) || !has(n.promotion.notification.secretRef) || self.environments.all(e, !has(e.approval) || e.approval.secretRef.name != n.promotion.notification.secretRef.name))",message="an environment's promotion.notification.secretRef must not name the Secret of an environment's approval.secretRef (spec.environments[].promotion.notification.secretRef, spec.environments[].approval.secretRef): a notification key signs notifications only, an approval key approvals only; give the notification a Secret of its own"
 // +kubebuilder:validation:XValidation:rule="!(self.appRef.apiVersion.startsWith('kustomize.toolkit.fluxcd.io/') && self.appRef.kind == 'Kustomization') || has(self.appRef.promotionPath) || self.environments.all(e, (has(e.promotion) ? e.promotion.strategy : (has(self.promotion) ? self.promotion.strategy : 'patch')) != 'patch')",message="a Kustomization promoted by the patch strategy needs appRef.promotionPath (the field that takes the revision, e.g. spec.postBuild.substitute.version)"
 type PipelineSpec struct {
 	// AppRef is the app promoted.
@@ -317,6 +321,17 @@ type PipelineSpec struct {
 	// Source, when set, promotes a ReleaseStream's accepted payloads into the first environment.
 	// +optional
 	Source *PipelineSource `json:"source,omitempty"`
+
+	// ServiceAccountName names the ServiceAccount of the pipeline's namespace the controller
+	// impersonates on the cluster it runs against: the patch strategy's writes to local
+	// targets, and the reads of the kubeconfig Secrets clusterRef names, are allowed as far
+	// as RBAC allows that account, and no further. Remote targets are written with their
+	// kubeconfig's own identity. Empty: the controller's --default-service-account
+	// ("default", the namespace's default account, unless the operator set it otherwise).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="serviceAccountName must be a ServiceAccount name (a DNS subdomain)"
+	// +optional
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // TargetStatus is what the controller observed of one target's app.
@@ -361,6 +376,11 @@ type WaitingApproval struct {
 	Since metav1.Time `json:"since"`
 }
 
+// MaxUsedApprovalSignatures bounds ApprovalRecord.UsedSignatures (keep it in step with the
+// marker): more signed approvals of one environment within the signature window are refused
+// until the oldest leaves it.
+const MaxUsedApprovalSignatures = 32
+
 // ApprovalRecord is an approval received.
 type ApprovalRecord struct {
 	// Revision approved.
@@ -369,6 +389,24 @@ type ApprovalRecord struct {
 	Approver string `json:"approver"`
 	// Time of the approval.
 	Time metav1.Time `json:"time"`
+	// UsedSignatures are the signed approvals of the environment accepted within the last
+	// signature window (5 minutes): every replica of the API server, and one restarted,
+	// refuses them again. Entries older than the window are pruned at the next approval.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	UsedSignatures []UsedSignature `json:"usedSignatures,omitempty"`
+}
+
+// UsedSignature is an approval signature accepted once.
+type UsedSignature struct {
+	// SHA256 of the signature's HMAC (the 32 bytes of X-Release-Controller-Signature), in hex.
+	// +kubebuilder:validation:MinLength=64
+	// +kubebuilder:validation:MaxLength=64
+	SHA256 string `json:"sha256"`
+	// Expires is when the signature's timestamp leaves the window; later it is refused as
+	// expired, so the entry may go.
+	Expires metav1.Time `json:"expires"`
 }
 
 // EnvironmentStatus is what the controller observed of one environment.
@@ -438,7 +476,9 @@ const (
 	// ReasonClusterUnreachable (Ready=False, ClusterUnreachable=True): a cluster did not answer.
 	ReasonClusterUnreachable = "ClusterUnreachable"
 	// ReasonKubeconfigInvalid (Ready=False, ClusterUnreachable=True): a clusterRef's Secret is
-	// missing, has no key value, or does not hold a usable kubeconfig.
+	// missing, has no key value, does not hold a usable kubeconfig, holds what a kubeconfig
+	// from a Secret may not (an exec plugin, a file path, a proxy: the message names the
+	// field), or the pipeline's service account may not read it.
 	ReasonKubeconfigInvalid = "KubeconfigInvalid"
 	// ReasonClustersReachable (ClusterUnreachable=False).
 	ReasonClustersReachable = "ClustersReachable"

@@ -41,6 +41,7 @@ func newControllerCommand() *cobra.Command {
 		zapOpts = zap.Options{}
 		signer  signerFlags
 		clFlags changelogFlags
+		logKey  string
 	)
 	cmd := &cobra.Command{
 		Use:   "controller",
@@ -69,6 +70,9 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 			}
 			ctrl.LoggerFrom(ctx).Info("payload creation jobs run this image", "buildImage", opts.BuildImage)
 			if opts.Audit, err = signer.options(ctx); err != nil {
+				return err
+			}
+			if opts.ReleaseLog.SealKey, err = releaseLogKey(ctx, cfg, logKey); err != nil {
 				return err
 			}
 			if opts.Audit.Store != nil {
@@ -106,10 +110,11 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 	f.BoolVar(&opts.LeaderElection, "leader-elect", true, "elect a leader so that only one replica reconciles")
 	f.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the leader election lease; default: the pod's namespace, or \"default\" outside a cluster")
 	f.StringVar(&opts.Namespace, "namespace", "", "only watch this namespace, or these namespaces separated by commas; default: all namespaces")
-	f.StringSliceVar(&opts.ProwJobNamespaces, "prowjob-namespace", nil, "with --namespace: more namespaces where verifications create ProwJobs (their prowJob.namespace), whose ProwJobs are watched too")
+	f.StringSliceVar(&opts.ProwJobNamespaces, "prowjob-namespace", nil, "namespaces, besides a stream's own, where its verifications may create ProwJobs (their prowJob.namespace); a ProwJob bound elsewhere fails its run. With --namespace, their ProwJobs are watched too")
 	f.DurationVar(&opts.JobEventDelay, "job-event-delay", opts.JobEventDelay, "reconcile a payload this long after a job event: a verdict is written then, the rest of its status once its jobs have been quiet 5 times this (at most 50 times this after the first change), so jobs changing together are written at once")
 	f.IntVar(&opts.PayloadWorkers, "payload-workers", opts.PayloadWorkers, "how many payloads are reconciled at once")
 	f.IntVar(&opts.PipelineWorkers, "pipeline-workers", opts.PipelineWorkers, "how many pipelines are reconciled at once (each mostly waits for the API servers of its targets' clusters)")
+	addTenancyFlags(f, &opts.DefaultServiceAccount, &opts.InsecureKubeconfigExec)
 	f.DurationVar(&opts.ImportInterval, "import-interval", opts.ImportInterval, "how often components followed by tag are resolved again")
 	f.DurationVar(&opts.RetryBackoff.Base, "retry-backoff", opts.RetryBackoff.Base, "wait before retrying a failed verification run; doubles with each further failure")
 	f.DurationVar(&opts.RetryBackoff.Cap, "retry-backoff-max", opts.RetryBackoff.Cap, "longest wait before retrying a failed verification run")
@@ -119,6 +124,7 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 	f.StringVar(&opts.ReleaseLog.Namespace, "log-namespace", "", "namespace of the ReleaseLog objects; default: --namespace, else "+releaselog.DefaultNamespace)
 	f.DurationVar(&opts.ReleaseLog.TTL, "log-ttl", releaselog.DefaultTTL, "how long release log days are kept before they are deleted")
 	f.IntVar(&opts.ReleaseLog.MaxEntriesPerDay, "log-max-entries", releaselog.DefaultMaxEntriesPerDay, "most entries a release log day holds (at most 10000); verdicts beyond it get a ReleaseLogFull event instead")
+	addLogKeyFlag(f, &logKey)
 	signer.addFlags(f)
 	f.StringVar(&opts.Jira.WebURL, "web-url", "", "base URL of the release pages (the api server's), e.g. https://releases.example.com: the comments Jira gets link a payload's page under it; needed by streams with spec.jira")
 	f.DurationVar(&opts.Jira.MaxAge, "jira-max-age", jira.DefaultMaxAge, "leave the Jira issues of payloads accepted longer ago alone, so that configuring Jira on a stream does not comment on its whole history")
@@ -127,6 +133,13 @@ configuration when run in a pod. Replicas elect a leader; only the leader reconc
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)
 	return cmd
+}
+
+// addTenancyFlags adds the flags of what the controllers may do on a tenant's behalf (the
+// controller and dev commands).
+func addTenancyFlags(f *pflag.FlagSet, defaultServiceAccount *string, insecureExec *bool) {
+	f.StringVar(defaultServiceAccount, "default-service-account", "default", "ServiceAccount of an object's namespace the controller acts as (impersonates) when the object names none: a Pipeline without spec.serviceAccountName writes its local targets and reads its kubeconfig Secrets with that account's rights; empty: with the controller's own (single-tenant installs only)")
+	f.BoolVar(insecureExec, "insecure-kubeconfig-exec", false, "let kubeconfigs from Secrets (pipeline targets' clusterRef, verification and creation clusters) run exec and auth-provider plugins and name files (tokenFile, certificate and key paths) inside the controller; off: such a kubeconfig is refused with a condition naming the field")
 }
 
 // signerFlags configure the audit and signing of accepted payloads.

@@ -50,6 +50,7 @@ rejected and failed. State lives in --data-dir; a second start resumes where the
 	clFlags.addFlags(f, "<data-dir>/"+devenv.ChangeLogCacheDir)
 	f.Lookup("git-source-allow").Usage += "; the demo's repositories (file://<data-dir>/git/) are always allowed"
 	f.StringVar(&opts.MetricsAddr, "metrics-bind-address", "", "address serving Prometheus metrics (the controllers', and the Go runtime's: memory, goroutines) over plain HTTP, e.g. 127.0.0.1:8081; empty: none")
+	addTenancyFlags(f, &opts.DefaultServiceAccount, &opts.InsecureKubeconfigExec)
 	f.StringVar(&opts.ArtifactsURL, "artifacts-url", "", "base URL of the payloads' downloads (a payload's download link is <url>/<tag>); empty: no download links")
 	cmd.AddCommand(newDevBumpCommand(), newDevCheckCommand())
 	return cmd

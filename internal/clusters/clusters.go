@@ -8,6 +8,9 @@ package clusters
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +20,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -42,11 +46,69 @@ func (k Key) String() string {
 // IsLocal reports whether k is the controller's own cluster.
 func (k Key) IsLocal() bool { return k.Secret == "" }
 
+// InsecureKubeconfigExecFlag is the controller flag that lets kubeconfigs from Secrets run
+// exec and auth-provider plugins and name files (Flux's flag of the same name).
+const InsecureKubeconfigExecFlag = "--insecure-kubeconfig-exec"
+
+// CheckKubeconfig lists what cfg holds that a kubeconfig from a Secret may not, each as
+// "field: rule" (field as in the file, e.g. users[ci].user.exec), users then clusters, each by
+// name; none means it may be used. A Secret is a tenant's: an exec or auth-provider plugin
+// would run a command (or provider code) inside the controller, a file path would read the
+// controller's own files (its service account token, its keys), and a proxy-url would send
+// the controller's connections through a host of the tenant's choice. allowExec
+// (InsecureKubeconfigExecFlag) allows plugins and file paths, never a proxy. It is pure.
+func CheckKubeconfig(cfg *clientcmdapi.Config, allowExec bool) []string {
+	var refused []string
+	optIn := "; refused unless the controller runs with " + InsecureKubeconfigExecFlag
+	file := func(field string) string {
+		return field + ": a file path reads a file of the controller's" + optIn + " (give the content in the *-data field)"
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.AuthInfos)) {
+		u := cfg.AuthInfos[name]
+		if u == nil {
+			continue
+		}
+		field := fmt.Sprintf("users[%s].user.", name)
+		if !allowExec {
+			if u.Exec != nil {
+				refused = append(refused, field+"exec: an exec plugin runs a command inside the controller"+optIn)
+			}
+			if u.AuthProvider != nil {
+				refused = append(refused, field+"auth-provider: an auth provider runs provider code inside the controller"+optIn)
+			}
+			if u.TokenFile != "" {
+				refused = append(refused, file(field+"tokenFile"))
+			}
+			if u.ClientCertificate != "" {
+				refused = append(refused, file(field+"client-certificate"))
+			}
+			if u.ClientKey != "" {
+				refused = append(refused, file(field+"client-key"))
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Clusters)) {
+		c := cfg.Clusters[name]
+		if c == nil {
+			continue
+		}
+		field := fmt.Sprintf("clusters[%s].cluster.", name)
+		if !allowExec && c.CertificateAuthority != "" {
+			refused = append(refused, file(field+"certificate-authority"))
+		}
+		if c.ProxyURL != "" {
+			refused = append(refused, field+"proxy-url: a proxy sends the controller's connections through a host the Secret chooses; refused")
+		}
+	}
+	return refused
+}
+
 // RESTConfig reads the kubeconfig Secret of key with secrets (an API reader: Secrets are not
 // cached) and returns its configuration, without client-side rate limit (as for the local
 // cluster: the API server's priority and fairness protects it), and the Secret's
-// resourceVersion. Its error says why the Secret gives no cluster.
-func RESTConfig(ctx context.Context, secrets client.Reader, key Key) (*rest.Config, string, error) {
+// resourceVersion. A kubeconfig CheckKubeconfig refuses (with allowExec) is refused. Its error
+// says why the Secret gives no cluster.
+func RESTConfig(ctx context.Context, secrets client.Reader, key Key, allowExec bool) (*rest.Config, string, error) {
 	var secret corev1.Secret
 	err := secrets.Get(ctx, types.NamespacedName{Namespace: key.Namespace, Name: key.Secret}, &secret)
 	switch {
@@ -59,7 +121,14 @@ func RESTConfig(ctx context.Context, secrets client.Reader, key Key) (*rest.Conf
 	if len(data) == 0 {
 		return nil, "", fmt.Errorf("kubeconfig Secret %s has no key %q", key, v1alpha1.SecretKeyKubeconfig)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	kc, err := clientcmd.Load(data)
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig Secret %s: %w", key, err)
+	}
+	if refused := CheckKubeconfig(kc, allowExec); len(refused) > 0 {
+		return nil, "", fmt.Errorf("kubeconfig Secret %s (key %s): %s", key, v1alpha1.SecretKeyKubeconfig, strings.Join(refused, "; "))
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*kc, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig Secret %s: %w", key, err)
 	}

@@ -45,6 +45,9 @@ type Jobs struct {
 	backoff             workqueue.TypedRateLimiter[Key]
 	// HealthInterval spaces the probes of a cluster that answers; set it before Start.
 	HealthInterval time.Duration
+	// InsecureKubeconfigExec lets the kubeconfigs run plugins and name files (see
+	// CheckKubeconfig); set it before Start.
+	InsecureKubeconfigExec bool
 
 	// started is closed once Start has run: the controllers, started beside it, wait for it.
 	started chan struct{}
@@ -276,7 +279,7 @@ func (j *Jobs) ensureCluster(ctx context.Context, key Key) (*jobsCluster, error)
 	if err != nil {
 		return nil, err
 	}
-	cfg, version, err := RESTConfig(ctx, j.secrets, key)
+	cfg, version, err := RESTConfig(ctx, j.secrets, key, j.InsecureKubeconfigExec)
 	if err != nil {
 		return nil, err
 	}

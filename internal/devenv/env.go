@@ -57,6 +57,10 @@ type Options struct {
 	ChangeLog changelog.Config
 	// ArtifactsURL is the base of the payloads' download links; empty leaves them out.
 	ArtifactsURL string
+	// DefaultServiceAccount and InsecureKubeconfigExec are the controller's
+	// --default-service-account and --insecure-kubeconfig-exec (manager.Options).
+	DefaultServiceAccount  string
+	InsecureKubeconfigExec bool
 	// MetricsAddr, when set, serves the controllers' Prometheus metrics (and the Go
 	// runtime's: memory, goroutines) on that address, as the controller's
 	// --metrics-bind-address does; empty serves none.
@@ -152,6 +156,10 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := ensureNamespace(ctx, direct, DemoNamespace); err != nil {
 		return err
 	}
+	logKey, err := releaseLogKey(ctx, direct)
+	if err != nil {
+		return err
+	}
 	signingKey, armoredKey, err := signingKey(dataDir)
 	if err != nil {
 		return err
@@ -174,8 +182,11 @@ func Run(ctx context.Context, opts Options) (err error) {
 		RetryBackoff:   verify.Backoff{Base: 5 * time.Second, Cap: time.Minute},
 		BuildImage:     buildImage,
 		// The release log of the environment lives beside the demo.
-		ReleaseLog: releaselog.Options{Namespace: DemoNamespace, Types: releaselog.DefaultTypes(), Store: releaselog.NewStore()}.WithDefaults(""),
+		ReleaseLog: releaselog.Options{Namespace: DemoNamespace, Types: releaselog.DefaultTypes(), Store: releaselog.NewStore(), SealKey: logKey}.WithDefaults(""),
 		Audit:      auditOpts,
+		// Pipelines act as a ServiceAccount of their namespace, as on a cluster.
+		DefaultServiceAccount:  opts.DefaultServiceAccount,
+		InsecureKubeconfigExec: opts.InsecureKubeconfigExec,
 	}
 	// The controllers talk to the embedded API server as they would to a cluster's.
 	opts.Client.ApplyRate(cp.config)
@@ -207,7 +218,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := manager.AddControllers(ctx, mgr, mgrOpts); err != nil {
 		return err
 	}
-	srv, err := assemble.New(mgr, assemble.Options{Log: mgrOpts.ReleaseLog, ChangeLogs: changeLogs, ArtifactsURL: opts.ArtifactsURL, Signatures: auditOpts.Store})
+	srv, err := assemble.New(mgr, assemble.Options{Log: mgrOpts.ReleaseLog, ChangeLogs: changeLogs, ArtifactsURL: opts.ArtifactsURL, Signatures: auditOpts.Store,
+		DefaultServiceAccount: opts.DefaultServiceAccount})
 	if err != nil {
 		return err
 	}

@@ -68,10 +68,10 @@ type Options struct {
 	// Namespace restricts the controllers to one namespace, or to several separated by commas
 	// (see Namespaces); empty watches all.
 	Namespace string
-	// ProwJobNamespaces are where verifications create ProwJobs outside Namespace (a
-	// verification's prowJob.namespace, Prow's namespace): the controllers watch the ProwJobs
-	// there too. Unused when Namespace is empty (every namespace is watched); a ProwJob
-	// verification into a namespace watched neither way fails with a message naming it.
+	// ProwJobNamespaces are the namespaces, besides a payload's own, where its verifications
+	// may create ProwJobs (a verification's prowJob.namespace, Prow's namespace), in every
+	// mode: a ProwJob bound for any other namespace is a failed run naming it. With Namespace,
+	// the controllers watch the ProwJobs there too.
 	ProwJobNamespaces []string
 	// JobEventDelay batches job events per payload; zero uses the payload package's default.
 	JobEventDelay time.Duration
@@ -82,6 +82,15 @@ type Options struct {
 	PayloadWorkers int
 	// PipelineWorkers is how many pipelines are reconciled at once; zero uses the pipeline package's default.
 	PipelineWorkers int
+	// DefaultServiceAccount is the ServiceAccount of an object's namespace the controllers
+	// act as when the object names none (--default-service-account): a Pipeline's writes to
+	// local targets and reads of its kubeconfig Secrets. "" acts with the controller's own
+	// rights.
+	DefaultServiceAccount string
+	// InsecureKubeconfigExec lets kubeconfigs from Secrets (pipeline targets, verification
+	// and creation clusters) run exec and auth-provider plugins and name files
+	// (--insecure-kubeconfig-exec); by default they are refused (clusters.CheckKubeconfig).
+	InsecureKubeconfigExec bool
 
 	// Registry talks to the registries of components and payloads; nil uses the default keychain.
 	Registry *registryclient.Client
@@ -282,6 +291,7 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	if opts.ClusterHealthInterval > 0 {
 		remote.HealthInterval = opts.ClusterHealthInterval
 	}
+	remote.InsecureKubeconfigExec = opts.InsecureKubeconfigExec
 	if err := mgr.Add(remote); err != nil {
 		return err
 	}
@@ -291,6 +301,7 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	streams := &stream.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Jobs: jobs, Clusters: remote, Registry: opts.Registry, WatchProwJobs: prowJobs,
+		ProwJobNamespaces: opts.ProwJobNamespaces,
 		ImportInterval: opts.ImportInterval, RetryBackoff: opts.RetryBackoff,
 		BuildImage: opts.BuildImage, BuildServiceAccount: opts.BuildServiceAccount, RegistryAuthSecret: opts.RegistryAuthSecret,
 	}
@@ -315,7 +326,10 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 		}
 	}
 	// Pipelines: promotions into their environments, each logged in the release log.
-	pipelines := &pipeline.Reconciler{Log: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts.releaseLog()), Workers: opts.PipelineWorkers}
+	pipelines := &pipeline.Reconciler{
+		Log: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts.releaseLog()), Workers: opts.PipelineWorkers,
+		DefaultServiceAccount: opts.DefaultServiceAccount, InsecureKubeconfigExec: opts.InsecureKubeconfigExec,
+	}
 	if err := pipelines.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the pipeline controller: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -65,6 +66,12 @@ type Clusters struct {
 	backoff    workqueue.TypedRateLimiter[ClusterKey]
 	// HealthInterval spaces the probes of a cluster that answers; set it before Start.
 	HealthInterval time.Duration
+	// InsecureKubeconfigExec lets the kubeconfigs run plugins and name files (see
+	// clusters.CheckKubeconfig); set it before Start.
+	InsecureKubeconfigExec bool
+	// tenants are the clients that act as the pipelines' service accounts on the local
+	// cluster (TenantOf).
+	tenants *tenantClients
 
 	mu       sync.Mutex
 	ctx      context.Context // the manager's, once started
@@ -83,7 +90,11 @@ type clusterEntry struct {
 	cancel  context.CancelFunc
 	// secretVersion is the resourceVersion of the Secret the cluster was built from.
 	secretVersion string
-	informers     map[schema.GroupVersionKind]*informerEntry
+	// readers are the service accounts seen allowed to read that Secret, and when: a
+	// pipeline acting as another account (or as one last checked ReaderRecheck ago) is
+	// checked again before it may use the cluster.
+	readers   map[string]time.Time
+	informers map[schema.GroupVersionKind]*informerEntry
 	// problem is why the cluster cannot be read now (empty: fine).
 	problem string
 }
@@ -105,6 +116,7 @@ func NewClusters(local *rest.Config, secretMeta, secrets client.Reader, enqueue 
 		probe:          clusters.Probe,
 		backoff:        workqueue.NewTypedItemExponentialFailureRateLimiter[ClusterKey](time.Second, time.Minute),
 		HealthInterval: DefaultHealthInterval,
+		tenants:        newTenantClients(local),
 		clusters:       map[ClusterKey]*clusterEntry{},
 		index:          map[appKey]map[types.NamespacedName]App{},
 		uses:           map[types.NamespacedName][]appKey{},
@@ -158,9 +170,11 @@ func ClusterKeyOf(namespace string, t v1alpha1.Target) ClusterKey {
 }
 
 // Sync makes the watches match the pipeline: its app on each of its targets' clusters. It
-// returns a view of each cluster the pipeline uses. A nil pipeline (deleted) releases
-// everything the pipeline held: clusters and informers that no other pipeline needs stop.
-func (c *Clusters) Sync(ctx context.Context, key types.NamespacedName, p *v1alpha1.Pipeline, app App) (map[ClusterKey]ClusterView, error) {
+// returns a view of each cluster the pipeline uses, for tenant (TenantOf; "" the
+// controller itself): the local cluster's writer acts as tenant, and a kubeconfig Secret is
+// read as tenant. A nil pipeline (deleted) releases everything the pipeline held: clusters
+// and informers that no other pipeline needs stop.
+func (c *Clusters) Sync(ctx context.Context, key types.NamespacedName, p *v1alpha1.Pipeline, app App, tenant string) (map[ClusterKey]ClusterView, error) {
 	runCtx, ok := c.started()
 	if !ok {
 		return nil, errors.New("the clusters manager is not started")
@@ -205,17 +219,17 @@ func (c *Clusters) Sync(ctx context.Context, key types.NamespacedName, p *v1alph
 		if _, done := views[k.cluster]; done {
 			continue
 		}
-		views[k.cluster] = c.ensure(ctx, runCtx, k.cluster, app.GVK)
+		views[k.cluster] = c.ensure(ctx, runCtx, k.cluster, app.GVK, tenant)
 	}
 	c.collect(ctx)
 	return views, nil
 }
 
 // ensure starts the cluster and the informer of gvk on it unless they run; c.mu is held.
-func (c *Clusters) ensure(ctx, runCtx context.Context, key ClusterKey, gvk schema.GroupVersionKind) ClusterView {
-	e, err := c.ensureCluster(ctx, runCtx, key)
+func (c *Clusters) ensure(ctx, runCtx context.Context, key ClusterKey, gvk schema.GroupVersionKind, tenant string) ClusterView {
+	e, err := c.ensureCluster(ctx, runCtx, key, tenant)
 	if err != nil {
-		return ClusterView{Problem: &ClusterProblem{Cluster: key.Secret, Invalid: true, Message: err.Error()}}
+		return ClusterView{Problem: &ClusterProblem{Cluster: key.Secret, Invalid: true, Forbidden: isTenantForbidden(err), Message: err.Error()}}
 	}
 	if e.problem != "" {
 		return ClusterView{Problem: &ClusterProblem{Cluster: key.Secret, Message: e.problem}}
@@ -228,18 +242,34 @@ func (c *Clusters) ensure(ctx, runCtx context.Context, key ClusterKey, gvk schem
 		}
 	}
 	informers := e.informers
-	return ClusterView{
+	view := ClusterView{
 		Reader: e.cluster.GetCache(), Writer: e.cluster.GetClient(),
 		synced: func(gvk schema.GroupVersionKind) bool {
 			i, ok := informers[gvk]
 			return ok && i.registration.HasSynced()
 		},
 	}
+	if key.IsLocal() && tenant != "" {
+		// The tenant's writes go with the tenant's rights: the API server's RBAC decides.
+		// (A remote cluster's are the kubeconfig's own identity, which the tenant supplied.)
+		w, err := c.tenants.get(tenant)
+		if err != nil {
+			return ClusterView{Problem: &ClusterProblem{Message: err.Error()}}
+		}
+		view.Writer = w
+	}
+	return view
 }
 
-// ensureCluster returns the running cluster of key, building it from its Secret when there
-// is none or the Secret changed. Its error says why the Secret gives no cluster.
-func (c *Clusters) ensureCluster(ctx, runCtx context.Context, key ClusterKey) (*clusterEntry, error) {
+// ReaderRecheck is how long a service account seen allowed to read a kubeconfig Secret is
+// taken to still be, before it is checked again (a revoked grant shows within it).
+const ReaderRecheck = 5 * time.Minute
+
+// ensureCluster returns the running cluster of key, building it from its Secret, read as
+// tenant, when there is none or the Secret changed; a cluster built already is returned to
+// a tenant only once it was seen allowed to read the Secret. Its error says why the Secret
+// gives no cluster.
+func (c *Clusters) ensureCluster(ctx, runCtx context.Context, key ClusterKey, tenant string) (*clusterEntry, error) {
 	e := c.clusters[key]
 	var cfg *rest.Config
 	version := ""
@@ -253,6 +283,12 @@ func (c *Clusters) ensureCluster(ctx, runCtx context.Context, key ClusterKey) (*
 		// pipelines when it changes); its data is read only when its version moved.
 		seen, err := clusters.SecretVersion(ctx, c.secretMeta, key)
 		if err == nil && e != nil && e.secretVersion == seen && e.cluster != nil {
+			if tenant != "" && time.Since(e.readers[tenant]) > ReaderRecheck {
+				if err := c.tenants.mayRead(ctx, tenant, key); err != nil {
+					return nil, err // the cluster stays for the pipelines that may read it
+				}
+				e.readers[tenant] = time.Now()
+			}
 			return e, nil
 		}
 		if e != nil {
@@ -262,7 +298,18 @@ func (c *Clusters) ensureCluster(ctx, runCtx context.Context, key ClusterKey) (*
 		if err != nil {
 			return nil, err
 		}
-		if cfg, version, err = clusters.RESTConfig(ctx, c.secrets, key); err != nil {
+		secrets := c.secrets
+		if tenant != "" {
+			tc, err := c.tenants.get(tenant)
+			if err != nil {
+				return nil, err
+			}
+			secrets = tc
+		}
+		if cfg, version, err = clusters.RESTConfig(ctx, secrets, key, c.InsecureKubeconfigExec); err != nil {
+			if tenant != "" && apierrors.IsForbidden(err) {
+				return nil, tenantSecretError(err, tenant, key)
+			}
 			return nil, err
 		}
 	}
@@ -270,7 +317,10 @@ func (c *Clusters) ensureCluster(ctx, runCtx context.Context, key ClusterKey) (*
 	if err != nil {
 		return nil, err
 	}
-	e = &clusterEntry{key: key, config: cfg, cluster: cl, ctx: clusterCtx, cancel: cancel, secretVersion: version, informers: map[schema.GroupVersionKind]*informerEntry{}}
+	e = &clusterEntry{key: key, config: cfg, cluster: cl, ctx: clusterCtx, cancel: cancel, secretVersion: version, readers: map[string]time.Time{}, informers: map[schema.GroupVersionKind]*informerEntry{}}
+	if tenant != "" && !key.IsLocal() {
+		e.readers[tenant] = time.Now()
+	}
 	c.clusters[key] = e
 	go c.watchHealth(clusterCtx, e)
 	log := ctrl.LoggerFrom(ctx).WithValues("cluster", key.String())

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -70,6 +71,13 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 	// Workers is how many pipelines are reconciled at once; zero uses DefaultWorkers.
 	Workers int
+	// DefaultServiceAccount is the ServiceAccount of a pipeline's namespace the controller
+	// acts as on the local cluster when the pipeline names none (TenantOf); "" acts with the
+	// controller's own rights.
+	DefaultServiceAccount string
+	// InsecureKubeconfigExec lets kubeconfigs from Secrets run plugins and name files
+	// (clusters.CheckKubeconfig).
+	InsecureKubeconfigExec bool
 
 	events  chan event.GenericEvent
 	report  eventlog.Recorder
@@ -83,7 +91,9 @@ type Reconciler struct {
 // The pipeline controller's access on the cluster it runs against: Pipelines and their status;
 // ReleaseStreams (a source) and the payload each names as its newest accepted; kubeconfig Secrets (metadata watched, data read when it changed);
 // notification keys; the app objects of local targets (Deployments, the kind the generated
-// role covers: another kind on the local cluster needs a role binding of its own); and the
+// role covers: another kind on the local cluster needs a role binding of its own), watched
+// with its own rights and written as the pipeline's service account (impersonate; the
+// controller's own patch is for a controller run with --default-service-account="" only); and the
 // release log (promotion entries; releaselog's markers grant it).
 // +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines,verbs=list;watch
 // +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines/status,verbs=patch
@@ -91,6 +101,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;patch
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
 
 // SetupWithManager registers the controller, the clusters manager and the indexes with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
@@ -118,6 +129,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.Clusters == nil {
 		r.Clusters = NewClusters(mgr.GetConfig(), r.Client, r.APIReader, r.enqueue)
 	}
+	r.Clusters.InsecureKubeconfigExec = r.InsecureKubeconfigExec
 	if err := mgr.Add(r.Clusters); err != nil {
 		return err
 	}
@@ -193,7 +205,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.pending.forget(req.NamespacedName)
 			r.written.Forget(req.NamespacedName)
 			r.deferred.Close(req.NamespacedName)
-			_, err := r.Clusters.Sync(ctx, req.NamespacedName, nil, App{})
+			_, err := r.Clusters.Sync(ctx, req.NamespacedName, nil, App{}, "")
 			return ctrl.Result{}, err
 		}
 		return ctrl.Result{}, err
@@ -204,7 +216,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		p.ResourceVersion = w.After
 	}
 	if !p.DeletionTimestamp.IsZero() {
-		_, err := r.Clusters.Sync(ctx, req.NamespacedName, nil, App{})
+		_, err := r.Clusters.Sync(ctx, req.NamespacedName, nil, App{}, "")
 		return ctrl.Result{}, err
 	}
 	app, err := AppOf(p.Spec.AppRef)
@@ -214,7 +226,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.report.Fail(ctx, &p, v1alpha1.EventInvalidApp, "Observe", "reading the pipeline's app", err)
 		return ctrl.Result{}, nil
 	}
-	views, err := r.Clusters.Sync(ctx, req.NamespacedName, &p, app)
+	views, err := r.Clusters.Sync(ctx, req.NamespacedName, &p, app, TenantOf(&p, r.DefaultServiceAccount))
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -279,6 +291,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if outcome.Err != nil {
 		// Retried with the controller's backoff; PromotionFailed says why meanwhile.
 		return ctrl.Result{}, outcome.Err
+	}
+	if slices.ContainsFunc(obs.problems, func(c ClusterProblem) bool { return c.Forbidden }) {
+		return ctrl.Result{RequeueAfter: TenantRetry}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -519,7 +534,7 @@ func (r *Reconciler) pushPromotion(ctx context.Context, p *v1alpha1.Pipeline, en
 		}
 	}
 	if ref := pr.SecretRef; ref != nil {
-		if c.Auth, err = r.gitAuth(ctx, p.Namespace, ref.Name); err != nil {
+		if c.Auth, err = r.gitAuth(ctx, p.Namespace, ref.Name, pr.URL, PullRequestURLField(p, env)); err != nil {
 			return GitResult{}, err
 		}
 	}
@@ -533,11 +548,15 @@ func (r *Reconciler) pushPromotion(ctx context.Context, p *v1alpha1.Pipeline, en
 }
 
 // gitAuth reads git credentials from a Secret in namespace: username and password (basic
-// auth; username defaults to git), or bearerToken.
-func (r *Reconciler) gitAuth(ctx context.Context, namespace, name string) (transport.AuthMethod, error) {
+// auth; username defaults to git), or bearerToken; refused unless the Secret allows url, the
+// pipeline's field (CheckGitSecret).
+func (r *Reconciler) gitAuth(ctx context.Context, namespace, name, url, field string) (transport.AuthMethod, error) {
 	var s corev1.Secret
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
 		return nil, fmt.Errorf("reading the git credentials Secret %s: %w", name, err)
+	}
+	if err := CheckGitSecret(&s, url, field); err != nil {
+		return nil, err
 	}
 	if tok := s.Data[v1alpha1.SecretKeyGitBearerToken]; len(tok) > 0 {
 		return &githttp.TokenAuth{Token: string(tok)}, nil

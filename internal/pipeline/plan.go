@@ -176,7 +176,10 @@ type ClusterProblem struct {
 	Cluster string
 	// Invalid: the kubeconfig Secret is missing or unusable (else: unreachable).
 	Invalid bool
-	Message string
+	// Forbidden: the pipeline's service account may not read the Secret; nothing is
+	// watched that would tell of a grant, so it is retried (TenantRetry).
+	Forbidden bool
+	Message   string
 }
 
 // PromotionOutcome is what the reconcile's promotions came to: none due, all succeeded, or
