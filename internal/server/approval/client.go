@@ -7,11 +7,35 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/release-controller/release-controller/internal/pipeline/signature"
+	"github.com/release-controller/release-controller/internal/shellquote"
 )
+
+// CommandArgv is the command that approves revision into environment of the pipeline
+// namespace/name: `release-controller pipeline approve`, with --server when server is not
+// empty. The positional arguments follow "--" when one starts with "-", so that none is
+// taken for a flag.
+func CommandArgv(server, namespace, name, environment, revision string) []string {
+	argv := []string{"release-controller", "pipeline", "approve"}
+	if server != "" {
+		argv = append(argv, "--server", server)
+	}
+	args := []string{namespace + "/" + name, environment, revision}
+	if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "-") }) {
+		argv = append(argv, "--")
+	}
+	return append(argv, args...)
+}
+
+// Command is CommandArgv as a shell command line, each word quoted for a POSIX shell: the
+// one command line the pages and MCP show.
+func Command(server, namespace, name, environment, revision string) string {
+	return shellquote.Join(CommandArgv(server, namespace, name, environment, revision)...)
+}
 
 // Request is an approval to send.
 type Request struct {

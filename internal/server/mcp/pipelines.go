@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/server/approval"
 )
 
 // Tool names of pipelines.
@@ -69,7 +70,7 @@ type PipelineTarget struct {
 type WaitingApproval struct {
 	Revision string `json:"revision"`
 	Since    string `json:"since" jsonschema:"RFC 3339 in UTC"`
-	Command  string `json:"command" jsonschema:"the command that approves it with the caller's Kubernetes credentials (add --server with this server's URL)"`
+	Command  string `json:"command" jsonschema:"the command that approves it with the caller's Kubernetes credentials, quoted for a POSIX shell (add --server and this server's URL right after approve)"`
 }
 
 // Approval is the last approval an environment received.
@@ -231,7 +232,7 @@ func pipelineOf(p *v1alpha1.Pipeline) Pipeline {
 			pe.Revision, pe.Ready = st.Revision, st.Ready
 			if w := st.WaitingApproval; w != nil {
 				pe.WaitingApproval = &WaitingApproval{Revision: w.Revision, Since: timeString(w.Since.Time),
-					Command: strings.Join([]string{"release-controller pipeline approve", p.Namespace + "/" + p.Name, env.Name, w.Revision}, " ")}
+					Command: approval.Command("", p.Namespace, p.Name, env.Name, w.Revision)}
 			}
 			if a := st.Approval; a != nil {
 				pe.Approval = &Approval{Revision: a.Revision, Approver: a.Approver, Time: timeString(a.Time.Time)}

@@ -12,6 +12,8 @@ import (
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/mcp"
+	"github.com/release-controller/release-controller/internal/server/web"
+	"github.com/release-controller/release-controller/internal/shellquote/shtest"
 )
 
 // webPipeline promotes the Deployment web through dev and prod (prod on a remote cluster and
@@ -112,5 +114,44 @@ func TestListAndGetPipeline(t *testing.T) {
 	empty := serveAll(t, releaselog.NewStore(), releaselog.Options{}, catalog.New(), nil)
 	if text, isError := call(t, empty, mcp.ToolListPipelines, nil, &list); isError || len(list.Pipelines) != 0 {
 		t.Errorf("empty catalog: %+v %v %q", list, isError, text)
+	}
+}
+
+// The approve command get_pipeline prints is quoted for the shell as the pages' is (one
+// function): names and a revision full of shell metacharacters come out of sh as the very
+// arguments meant, and a revision that looks like a flag follows "--". Before, the words were
+// joined unquoted, so a revision such as "$(…)" ran in the shell of whoever pasted it.
+func TestApproveCommandIsQuotedForTheShell(t *testing.T) {
+	for _, tt := range []struct{ namespace, name, env, revision string }{
+		{"apps", "web", "prod", "1.2.0"},
+		{"apps", "web;id", "prod $(touch /tmp/pwned)", "1.2.0'; rm -rf / #"},
+		{"a b", "`id`", "p|q&r", "$HOME\n*"},
+		{"apps", "web", "prod", "--token=stolen"},
+	} {
+		p := webPipeline(tt.namespace, tt.name)
+		p.Spec.Environments[1].Name = tt.env
+		p.Status.Environments[1].Name = tt.env
+		p.Status.Environments[1].WaitingApproval.Revision = tt.revision
+		c := catalog.New()
+		c.SetPipeline(p)
+		session := serveAll(t, releaselog.NewStore(), releaselog.Options{}, c, nil)
+		var got mcp.Pipeline
+		if text, isError := call(t, session, mcp.ToolGetPipeline, map[string]any{"name": tt.name, "namespace": tt.namespace}, &got); isError {
+			t.Fatalf("get_pipeline: %s", text)
+		}
+		w := got.Environments[1].WaitingApproval
+		if w == nil {
+			t.Fatalf("%+v waits for no approval", got.Environments[1])
+		}
+		want := []string{"release-controller", "pipeline", "approve", tt.namespace + "/" + tt.name, tt.env, tt.revision}
+		if strings.HasPrefix(tt.revision, "-") {
+			want = slices.Insert(want, 3, "--")
+		}
+		if argv := shtest.Argv(t, w.Command); !slices.Equal(argv, want) {
+			t.Errorf("the command %s is, to sh, %q; want %q", w.Command, argv, want)
+		}
+		if page := web.ApproveCommand("", tt.namespace, tt.name, tt.env, tt.revision); w.Command != page {
+			t.Errorf("MCP's command %s is not the page's %s", w.Command, page)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/approval"
 )
 
 // The pipeline pages: every pipeline the server watches (/pipelines), and one pipeline's
@@ -197,17 +197,6 @@ type pipelinePage struct {
 	State                fragment
 }
 
-// shellSafe is what a command's argument may hold unquoted.
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9._:/@+=,-]+$`)
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
 // serverURL is the URL the request reached this server at, for the commands a page shows.
 func serverURL(r *http.Request) string {
 	scheme := "http"
@@ -220,8 +209,7 @@ func serverURL(r *http.Request) string {
 // ApproveCommand is the command that approves revision into environment of the pipeline
 // namespace/name through the API server at base.
 func ApproveCommand(base, namespace, name, environment, revision string) string {
-	return strings.Join([]string{"release-controller", "pipeline", "approve", shellQuote(namespace + "/" + name),
-		shellQuote(environment), shellQuote(revision), "--server", shellQuote(base)}, " ")
+	return approval.Command(base, namespace, name, environment, revision)
 }
 
 func strategyOf(pl *v1alpha1.Pipeline, env v1alpha1.Environment) string {

@@ -79,13 +79,13 @@ func TestPipelinePages(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("GET /pipelines/apps/web: %d\n%s", code, body)
 	}
-	if want := `release-controller pipeline approve apps/web prod &#39;1.2.0 &lt;b&gt;$(x)&#39;\&#39;&#39;&#39; --server ` + base; !strings.Contains(body, want) {
+	if want := `release-controller pipeline approve --server ` + base + ` apps/web prod &#39;1.2.0 &lt;b&gt;$(x)&#39;\&#39;&#39;&#39;`; !strings.Contains(body, want) {
 		t.Errorf("the page lacks the approve command %s:\n%s", want, body)
 	}
 	if strings.Contains(body, "<b>$") {
 		t.Error("the revision is not escaped")
 	}
-	if got := web.ApproveCommand("https://rc.example.com", "apps", "web", "prod", "v1.2.0+build.1"); got != "release-controller pipeline approve apps/web prod v1.2.0+build.1 --server https://rc.example.com" {
+	if got := web.ApproveCommand("https://rc.example.com", "apps", "web", "prod", "v1.2.0+build.1"); got != "release-controller pipeline approve --server https://rc.example.com apps/web prod v1.2.0+build.1" {
 		t.Errorf("ApproveCommand = %q", got)
 	}
 	for path, want := range map[string]int{
@@ -149,7 +149,7 @@ func TestPipelinePagesInBrowser(t *testing.T) {
 	if got, want := texts(`li[data-env="staging"] table.targets tbody td:first-child`), []string{web.LocalCluster, "leaf"}; !slices.Equal(got, want) {
 		t.Errorf("staging's clusters %v, want %v", got, want)
 	}
-	want := "release-controller pipeline approve apps/web prod 1.2.0 --server " + base
+	want := "release-controller pipeline approve --server " + base + " apps/web prod 1.2.0"
 	if got := texts(`li[data-env="prod"] code.approve-command`); len(got) != 1 || got[0] != want {
 		t.Errorf("approve command %q, want %q", got, want)
 	}
