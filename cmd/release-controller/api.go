@@ -110,6 +110,8 @@ HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resour
 	f.DurationVar(&authCache.AllowedTTL, "auth-cache-allowed-ttl", kubeauth.DefaultAllowedTTL, "how long an authenticated token and an allowed access (release log writes, /metrics) are trusted without asking the API server again")
 	f.DurationVar(&authCache.DeniedTTL, "auth-cache-denied-ttl", kubeauth.DefaultDeniedTTL, "how long a refused token or a denied access is remembered")
 	f.StringVar(&sigStore, "signature-store", "", "serve this signature store (the controller's --signature-store, a gocloud.dev blob URL) read-only at /signatures/, with the public keys at /signatures/pubkey.asc; empty: no /signatures/")
+	f.IntVar(&serverOpts.MaxStreams, "max-event-streams", server.DefaultMaxStreams, "most live-update event streams (pages' server-sent events) open at once; more are refused with 503; negative: no limit")
+	f.IntVar(&serverOpts.MaxStreamsPerClient, "max-event-streams-per-client", server.DefaultMaxStreamsPerClient, "most event streams one client (remote IP address) may have open; more are refused with 429; behind a reverse proxy every client has the proxy's address, so raise it there; negative: no limit")
 	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)

@@ -91,6 +91,10 @@ type Options struct {
 	// ReadHeaderTimeout, ReadTimeout, IdleTimeout, MaxHeaderBytes: zero takes the default.
 	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
 	MaxHeaderBytes                              int
+	// MaxStreams and MaxStreamsPerClient bound the event streams (routes registered with
+	// EventStream) open at once, in all (503 beyond) and per remote IP address (429 beyond);
+	// zero takes the default, a negative value is no limit.
+	MaxStreams, MaxStreamsPerClient int
 }
 
 func (o Options) withDefaults() Options {
@@ -105,6 +109,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxHeaderBytes == 0 {
 		o.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxStreams
+	}
+	if o.MaxStreamsPerClient == 0 {
+		o.MaxStreamsPerClient = DefaultMaxStreamsPerClient
 	}
 	return o
 }
@@ -128,6 +138,8 @@ type Server struct {
 	opts    Options
 	// certs serves the TLS certificate, when there is one.
 	certs *certwatcher.CertWatcher
+	// streams counts the event streams open.
+	streams *streamLimit
 }
 
 // New returns a server with the default options.
@@ -147,7 +159,7 @@ func NewWithOptions(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{mux: http.NewServeMux(), opts: opts}
+	s := &Server{mux: http.NewServeMux(), opts: opts, streams: newStreamLimit(opts.MaxStreams, opts.MaxStreamsPerClient)}
 	if tlsOn {
 		// Read now, so a missing or broken certificate stops the start.
 		if s.certs, err = certwatcher.New(opts.TLSCertFile, opts.TLSKeyFile); err != nil {
@@ -177,6 +189,8 @@ type route struct {
 	maxBodyBytes int64
 	// ownTooLarge: the handler answers a body over the limit in its own protocol.
 	ownTooLarge bool
+	// stream: the route is an event stream, bounded by the server's stream limits.
+	stream bool
 }
 
 // MaxBodyBytes bounds the route's request bodies to n bytes instead of DefaultMaxBodyBytes.
@@ -194,6 +208,9 @@ func (s *Server) Handle(pattern string, h http.Handler, opts ...RouteOption) {
 	rt := route{maxBodyBytes: DefaultMaxBodyBytes}
 	for _, o := range opts {
 		o(&rt)
+	}
+	if rt.stream {
+		h = s.streams.limitStreams(h)
 	}
 	s.mux.Handle(pattern, instrument(pattern, limitBody(rt, h)))
 }

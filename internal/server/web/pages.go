@@ -112,7 +112,7 @@ func RegisterPages(s *server.Server, cat *catalog.Catalog, opts PageOptions) {
 	}
 	s.Handle("GET /releasetag/{tag}", http.HandlerFunc(p.releaseTagPage))
 	s.Handle("GET "+ChangeLogPath, http.HandlerFunc(p.changeLogRoute))
-	s.Handle("GET "+PageEventsPath, http.HandlerFunc(p.events))
+	s.Handle("GET "+PageEventsPath, http.HandlerFunc(p.events), server.EventStream())
 	s.Handle("GET /releases/{namespace}/{stream}/{tag}", http.HandlerFunc(redirectPayloadLink))
 	s.Handle("GET "+PagesStaticPrefix, staticHandler())
 	p.registerPipelines(s)

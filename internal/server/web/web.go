@@ -44,7 +44,7 @@ var files embed.FS
 func Register(s *server.Server, store *releaselog.Store, opts releaselog.Options) {
 	p := newPages(store, opts)
 	s.Handle("GET "+ReleasesPath, http.HandlerFunc(p.releases))
-	s.Handle("GET "+EventsPath, http.HandlerFunc(p.events))
+	s.Handle("GET "+EventsPath, http.HandlerFunc(p.events), server.EventStream())
 	s.Handle("GET "+TypesStylesheetPath, p.typesStylesheet())
 	s.Handle("GET "+StaticPrefix, staticHandler())
 }
