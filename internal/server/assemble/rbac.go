@@ -11,3 +11,11 @@ package assemble
 //     a patch, and reads it from the API server after losing a race to another writer (get).
 //
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs,verbs=get;list;watch;create;patch
+//
+// The api reads one Secret of its own, --git-credentials-secret (the changelog's git
+// credentials, read once at start), and only in its own namespace: a Role there, not the
+// ClusterRole, so the API server cannot read any tenant's Secret (docs/security.md,
+// "Permissions of each Deployment"). An install that moves the api elsewhere moves the Role
+// with it (kustomize's namespace, the chart's release namespace).
+//
+// +kubebuilder:rbac:groups="",namespace=release-controller-system,resources=secrets,verbs=get
