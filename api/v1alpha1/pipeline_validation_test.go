@@ -170,6 +170,21 @@ func TestInvalidPipelinesAreRejected(t *testing.T) {
 			p.Spec.Promotion.PullRequest.Author = &v1alpha1.GitAuthor{Email: "Release Bot <bot@example.com>"}
 		}, "email must be an e-mail address"},
 		{"approval without secret", func(p *v1alpha1.Pipeline) { p.Spec.Environments[1].Approval.SecretRef.Name = "" }, "spec.environments[1].approval.secretRef.name"},
+		// A key has one purpose: the controller signs notifications with theirs, so a
+		// notification key that is also an approval key would let a pipeline's author have the
+		// controller sign something under an approval key.
+		{"notification signed with an approval key", func(p *v1alpha1.Pipeline) {
+			p.Spec.Promotion = &v1alpha1.Promotion{Strategy: v1alpha1.StrategyNotification,
+				Notification: &v1alpha1.NotificationPromotion{URL: "https://hooks.example.com/", SecretRef: &v1alpha1.SecretKeyReference{Name: "approvals"}}}
+		}, "spec.promotion.notification.secretRef must not name the Secret of an environment's approval.secretRef"},
+		{"an environment's notification signed with another's approval key", func(p *v1alpha1.Pipeline) {
+			p.Spec.Environments[0].Promotion = &v1alpha1.Promotion{Strategy: v1alpha1.StrategyNotification,
+				Notification: &v1alpha1.NotificationPromotion{URL: "https://hooks.example.com/", SecretRef: &v1alpha1.SecretKeyReference{Name: "approvals"}}}
+		}, "an environment's promotion.notification.secretRef must not name the Secret of an environment's approval.secretRef"},
+		{"an environment's notification signed with its own approval key", func(p *v1alpha1.Pipeline) {
+			p.Spec.Environments[1].Promotion = &v1alpha1.Promotion{Strategy: v1alpha1.StrategyNotification,
+				Notification: &v1alpha1.NotificationPromotion{URL: "https://hooks.example.com/", SecretRef: &v1alpha1.SecretKeyReference{Name: "approvals"}}}
+		}, "spec.environments[].approval.secretRef"},
 		{"too many environments", func(p *v1alpha1.Pipeline) {
 			for i := range v1alpha1.MaxPipelineEnvironments {
 				p.Spec.Environments = append(p.Spec.Environments, v1alpha1.Environment{Name: fmt.Sprintf("e%d", i), Targets: p.Spec.Environments[0].Targets})
@@ -189,5 +204,34 @@ func TestInvalidPipelinesAreRejected(t *testing.T) {
 				t.Errorf("error %q does not contain %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A notification with a key of its own is admitted next to approvals; the approval route's
+// record of used signatures is a valid status, bounded.
+func TestNotificationKeyOfItsOwnAndUsedSignatures(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := context.Background()
+	p := validPipeline(ns)
+	p.Spec.Environments[0].Promotion = &v1alpha1.Promotion{Strategy: v1alpha1.StrategyNotification,
+		Notification: &v1alpha1.NotificationPromotion{URL: "https://hooks.example.com/", SecretRef: &v1alpha1.SecretKeyReference{Name: "hook"}}}
+	if err := env.Client.Create(ctx, p); err != nil {
+		t.Fatalf("a notification with a key of its own: %v", err)
+	}
+	used := func(n int) []v1alpha1.UsedSignature {
+		out := make([]v1alpha1.UsedSignature, n)
+		for i := range out {
+			out[i] = v1alpha1.UsedSignature{SHA256: fmt.Sprintf("%064x", i), Expires: metav1.Now()}
+		}
+		return out
+	}
+	p.Status.Environments = []v1alpha1.EnvironmentStatus{{Name: "prod",
+		Approval: &v1alpha1.ApprovalRecord{Revision: "1.2.3", Approver: "hmac:approvals", Time: metav1.Now(), UsedSignatures: used(v1alpha1.MaxUsedApprovalSignatures)}}}
+	if err := env.Client.Status().Update(ctx, p); err != nil {
+		t.Errorf("writing %d used signatures: %v", v1alpha1.MaxUsedApprovalSignatures, err)
+	}
+	p.Status.Environments[0].Approval.UsedSignatures = used(v1alpha1.MaxUsedApprovalSignatures + 1)
+	if err := env.Client.Status().Update(ctx, p); err == nil || !strings.Contains(err.Error(), "Too many") {
+		t.Errorf("writing %d used signatures: %v, want Too many", v1alpha1.MaxUsedApprovalSignatures+1, err)
 	}
 }

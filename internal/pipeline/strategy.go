@@ -108,7 +108,8 @@ func NewNotifier() *Notifier {
 }
 
 // Notify POSTs ev to target as JSON, signed with key when there is one (the headers of
-// package signature, over the URL's path), retrying with backoff.
+// package signature, over signature.NotificationDomain and the URL's path), retrying with
+// backoff.
 func (n *Notifier) Notify(ctx context.Context, target string, key []byte, ev PromotionEvent) error {
 	body, err := json.Marshal(ev)
 	if err != nil {
@@ -151,7 +152,9 @@ func (n *Notifier) post(ctx context.Context, u *url.URL, key []byte, id string, 
 	if len(key) > 0 {
 		ts := n.Now().UTC().Format(time.RFC3339)
 		req.Header.Set(signature.HeaderTimestamp, ts)
-		req.Header.Set(signature.HeaderSignature, signature.Header(key, http.MethodPost, u.EscapedPath(), ts, body))
+		// Signed for notifications (signature.NotificationDomain), never as an approval: a
+		// notification aimed at the approval route is not an approval.
+		req.Header.Set(signature.HeaderSignature, signature.NotificationHeader(key, http.MethodPost, u.EscapedPath(), ts, body))
 	}
 	resp, err := n.HTTP.Do(req)
 	if err != nil {

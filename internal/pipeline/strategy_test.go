@@ -24,7 +24,7 @@ func TestNotify(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		calls.Add(1)
 		body, _ := io.ReadAll(r.Body)
-		if err := signature.NewVerifier(nil).Verify(key, r.Method, r.URL.EscapedPath(), r.Header.Get(signature.HeaderTimestamp), r.Header.Get(signature.HeaderSignature), body); err != nil {
+		if err := signature.NewVerifier(nil).VerifyNotification(key, r.Method, r.URL.EscapedPath(), r.Header.Get(signature.HeaderTimestamp), r.Header.Get(signature.HeaderSignature), body); err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
 			return
 		}
@@ -71,5 +71,25 @@ func TestNotify(t *testing.T) {
 	}
 	if got := calls.Load(); got != 3 {
 		t.Errorf("%d calls, want 3", got)
+	}
+}
+
+// A notification sent to a receiver of approvals, with the approval key itself, is refused:
+// its signature covers the notification domain, which no approval's does.
+func TestNotificationIsNotAnApproval(t *testing.T) {
+	key := []byte("approval-key")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := signature.NewVerifier(nil).Verify(key, r.Method, r.URL.EscapedPath(), r.Header.Get(signature.HeaderTimestamp), r.Header.Get(signature.HeaderSignature), body); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	n := &Notifier{HTTP: srv.Client(), Backoff: wait.Backoff{Steps: 1}, Now: time.Now}
+	err := n.Notify(context.Background(), srv.URL+"/pipelines/ns/web/prod/2/approve", key, PromotionEvent{ID: "uid/prod/2", Environment: "prod", Revision: "2"})
+	if err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("a notification to an approval receiver: %v, want 401", err)
 	}
 }

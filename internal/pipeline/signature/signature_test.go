@@ -124,3 +124,77 @@ func hexOf(b []byte) string {
 	}
 	return string(out)
 }
+
+// A notification is signed over a message no approval has: signed with the very key of an
+// approval, for the path of an approval, it still never verifies as one. Before the
+// notification domain, the notification strategy signed exactly what an approval signs, so a
+// Pipeline whose notification URL was the approval route got its approval signed by the
+// controller.
+func TestNotificationIsNeverAnApproval(t *testing.T) {
+	ts := now.Format(time.RFC3339)
+	for _, p := range []string{path, "/", "", "/hooks/promote", "/pipelines/ns/web/prod/1.2.3/approve?x=1", "/a%2Fb"} {
+		for _, body := range []string{"", `{"id":"uid/prod/1.2.3"}`} {
+			sig := NotificationHeader(key, "POST", p, ts, []byte(body))
+			if err := NewVerifier(func() time.Time { return now }).Verify(key, "POST", p, ts, sig, []byte(body)); !errors.Is(err, ErrMismatch) {
+				t.Errorf("a notification to %q verified as an approval: %v", p, err)
+			}
+			if err := NewVerifier(func() time.Time { return now }).VerifyNotification(key, "POST", p, ts, sig, []byte(body)); err != nil {
+				t.Errorf("a notification to %q does not verify as a notification: %v", p, err)
+			}
+			// Nor the reverse.
+			if err := NewVerifier(func() time.Time { return now }).VerifyNotification(key, "POST", p, ts, Header(key, "POST", p, ts, []byte(body)), []byte(body)); !errors.Is(err, ErrMismatch) {
+				t.Errorf("an approval of %q verified as a notification: %v", p, err)
+			}
+		}
+	}
+}
+
+// Whatever a notification's path, timestamp and body, and whatever an approval's (the route
+// answers POST only), the two signed messages differ: the approval's starts with "POST\n",
+// the notification's with its domain line.
+func FuzzNotificationMessageIsNoApprovalMessage(f *testing.F) {
+	ts := now.Format(time.RFC3339)
+	f.Add(path, ts, "", path, "")
+	f.Add("POST", "/x", "\n", "release-controller.dev/notification/v1", "")
+	f.Fuzz(func(t *testing.T, notePath, noteTS, noteBody, approvalPath, approvalBody string) {
+		note := Notification.Message("POST", notePath, noteTS) + noteBody
+		for _, approvalTS := range []string{noteTS, ts} {
+			if approval := Approval.Message("POST", approvalPath, approvalTS) + approvalBody; approval == note {
+				t.Fatalf("a notification's message is an approval's: %q", note)
+			}
+		}
+	})
+}
+
+// The steps a receiver takes before it reads a key (ParseHeaders, Check) refuse what needs no
+// key: malformed headers, a timestamp out of the window, a signature this verifier accepted.
+func TestCheckBeforeTheKey(t *testing.T) {
+	ts := now.Format(time.RFC3339)
+	v := NewVerifier(func() time.Time { return now })
+	s, err := ParseHeaders(ts, Header(key, "POST", path, ts, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Check(s); err != nil {
+		t.Fatalf("Check of a fresh signature: %v", err)
+	}
+	if err := v.Accept(Approval, key, "POST", path, s, nil); err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	if err := v.Check(s); !errors.Is(err, ErrReplayed) {
+		t.Errorf("Check of an accepted signature: %v, want ErrReplayed", err)
+	}
+	if err := v.Accept(Approval, key, "POST", path, s, nil); !errors.Is(err, ErrReplayed) {
+		t.Errorf("Accept again: %v, want ErrReplayed", err)
+	}
+	old, _ := ParseHeaders(now.Add(-Window-time.Second).Format(time.RFC3339), Header(key, "POST", path, ts, nil))
+	if err := v.Check(old); !errors.Is(err, ErrExpired) {
+		t.Errorf("Check of an old timestamp: %v, want ErrExpired", err)
+	}
+	if _, err := ParseHeaders(ts, "sha256=zz"); !errors.Is(err, ErrMalformed) {
+		t.Errorf("ParseHeaders of a malformed signature: %v", err)
+	}
+	if s.Digest() == hexOf(s.Sum) || len(s.Digest()) != 64 {
+		t.Errorf("Digest %q is not the SHA-256 of the signature", s.Digest())
+	}
+}
