@@ -34,6 +34,7 @@ func newAPICommand() *cobra.Command {
 		metricsAuth  bool
 		authCache    kubeauth.Options
 		sigStore     string
+		defaultSA    string
 	)
 	cmd := &cobra.Command{
 		Use:   "api",
@@ -76,7 +77,7 @@ HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resour
 			}
 			apiOpts := assemble.Options{
 				Log: logOpts, ChangeLogs: changeLogs, ArtifactsURL: artifactsURL,
-				Server: serverOpts, MetricsAuth: metricsAuth, AuthCache: authCache,
+				Server: serverOpts, MetricsAuth: metricsAuth, AuthCache: authCache, DefaultServiceAccount: defaultSA,
 			}
 			if sigStore != "" {
 				if apiOpts.Signatures, err = sigstore.Open(cmd.Context(), sigStore); err != nil {
@@ -112,6 +113,7 @@ HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resour
 	f.StringVar(&sigStore, "signature-store", "", "serve this signature store (the controller's --signature-store, a gocloud.dev blob URL) read-only at /signatures/, with the public keys at /signatures/pubkey.asc; empty: no /signatures/")
 	f.IntVar(&serverOpts.MaxStreams, "max-event-streams", server.DefaultMaxStreams, "most live-update event streams (pages' server-sent events) open at once; more are refused with 503; negative: no limit")
 	f.IntVar(&serverOpts.MaxStreamsPerClient, "max-event-streams-per-client", server.DefaultMaxStreamsPerClient, "most event streams one client (remote IP address) may have open; more are refused with 429; behind a reverse proxy every client has the proxy's address, so raise it there; negative: no limit")
+	f.StringVar(&defaultSA, "default-service-account", "default", "ServiceAccount of a pipeline's namespace the approval route acts as (impersonates) to read an approval key Secret when the pipeline names none (spec.serviceAccountName); empty: with the api's own rights, which its ClusterRole does not grant")
 	logFlags := flag.NewFlagSet("", flag.ContinueOnError)
 	zapOpts.BindFlags(logFlags)
 	f.AddGoFlagSet(logFlags)

@@ -264,7 +264,7 @@ func TestPromotionAcrossClusters(t *testing.T) {
 
 	// Approvals, through the api's handler.
 	reviewer := kubeauth.NewReviewer(mgmt.Client, kubeauth.Options{})
-	handler := approval.NewHandler(mgmt.Client, mgmt.Client, reviewer)
+	handler := approval.NewHandler(mgmt.Client, mgmt.Client, livePipelines{mgmt.Client}, approval.NewTenantKeys(mgmt.Config, mgmt.Client, ""), reviewer)
 	s := server.New()
 	approval.Register(s, handler)
 	srv := httptest.NewServer(s.Handler())
@@ -411,6 +411,18 @@ func TestPromotionAcrossClusters(t *testing.T) {
 
 // createPayload creates a payload of stream with a pinned component and gives it the status
 // that status makes (from an empty one).
+// livePipelines finds pipelines for the approval handler in the API server, where the api
+// finds them in its informer cache.
+type livePipelines struct{ c client.Reader }
+
+func (l livePipelines) Pipeline(namespace, name string) (*v1alpha1.Pipeline, bool) {
+	var p v1alpha1.Pipeline
+	if err := l.c.Get(context.Background(), types.NamespacedName{Namespace: namespace, Name: name}, &p); err != nil {
+		return nil, false
+	}
+	return &p, true
+}
+
 func createPayload(t *testing.T, namespace, stream, tag string, status func(*v1alpha1.ReleasePayload)) *v1alpha1.ReleasePayload {
 	t.Helper()
 	ctx := context.Background()

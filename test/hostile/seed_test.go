@@ -159,6 +159,20 @@ func createWaitingPipeline(ctx context.Context, c client.Client, namespace, name
 	if err := c.Create(ctx, secret); err != nil && !strings.Contains(err.Error(), "already exists") {
 		return fmt.Errorf("creating Secret %s/%s: %w", namespace, secretName, err)
 	}
+	// The api reads the key as the namespace's default ServiceAccount (its
+	// --default-service-account): RBAC lets that account get this one Secret.
+	grant := "approval-key-" + secretName
+	for _, obj := range []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: grant},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{secretName}, Verbs: []string{"get"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: grant},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: grant},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: "default"}}},
+	} {
+		if err := c.Create(ctx, obj); err != nil && !strings.Contains(err.Error(), "already exists") {
+			return fmt.Errorf("granting the default ServiceAccount of %s the approval key: %w", namespace, err)
+		}
+	}
 	approval := &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: secretName}}
 	p := &v1alpha1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},

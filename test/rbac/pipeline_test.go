@@ -31,8 +31,9 @@ const (
 // pipelineFlow runs a pipeline through every path the pipeline grants are for: the
 // controller's watches (pipelines, Secrets' metadata, Deployments), its read of a kubeconfig
 // Secret, its server-side apply of a local Deployment and of its status; the api's read of a
-// pipeline and of an approval key, and its write of an approval with a signed request and with
-// a user's token (TokenReview, SubjectAccessReview on pipelines/approval).
+// pipeline and of an approval key (as the pipeline's account, impersonated), and its write of
+// an approval with a signed request and with a user's token (TokenReview, SubjectAccessReview
+// on pipelines/approval).
 func pipelineFlow(t *testing.T, streamNS, server, accepted string, cli *strings.Builder) {
 	t.Helper()
 	ctx := context.Background()
@@ -55,6 +56,13 @@ func pipelineFlow(t *testing.T, streamNS, server, accepted string, cli *strings.
 	key := "staging approval key"
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: streamNS, Name: "self"}, Data: map[string][]byte{v1alpha1.SecretKeyKubeconfig: kubeconfig}})
 	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: streamNS, Name: "staging-approvals"}, Data: map[string][]byte{v1alpha1.SecretKeyHMAC: []byte(key)}})
+	// The api reads approval keys as the pipeline's ServiceAccount (here the namespace's
+	// default, the api's --default-service-account), never with its own rights.
+	create(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: streamNS, Name: "approval-keys"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"staging-approvals"}, Verbs: []string{"get"}}}})
+	create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: streamNS, Name: "approval-keys"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "approval-keys"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: streamNS, Name: "default"}}})
 	keyFile := filepath.Join(workDir, "staging-approval-key")
 	if err := os.WriteFile(keyFile, []byte(key), 0o600); err != nil {
 		t.Fatal(err)

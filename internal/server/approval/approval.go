@@ -2,12 +2,20 @@
 //
 //	POST /pipelines/{namespace}/{name}/{environment}/{revision}/approve
 //
-// signed with the environment's shared key (package signature: X-Release-Controller-Timestamp
+// signed with the environment's approval key (package signature: X-Release-Controller-Timestamp
 // and X-Release-Controller-Signature, a 5-minute window, each signature accepted once), or
 // with a bearer token whose user Kubernetes RBAC allows to update pipelines/approval in the
 // pipeline's namespace (a TokenReview and a SubjectAccessReview). The approval is recorded in
 // the environment's status (status.environments[].approval, with the approver); the
 // controller then promotes.
+//
+// Nothing is read from the API server for a signed request before its signature checks out:
+// the headers' format, the timestamp's window and this process's memory of used signatures
+// come first; the pipeline comes from the informer cache; the key Secret is read (as the
+// pipeline's ServiceAccount) only to verify; the live pipeline only once the signature
+// verified. The signatures accepted are recorded in the status with the approval
+// (approval.usedSignatures, in the same write, conditioned on the resourceVersion read), so
+// that another replica, or this one restarted, refuses them too.
 package approval
 
 import (
@@ -17,10 +25,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,28 +62,40 @@ const FieldManager = "release-controller-approval"
 // maxBody bounds an approval's body (a comment, if anything).
 const maxBody = 64 << 10
 
-// The api reads the pipeline and the approval key from the API server (neither is cached),
-// and records the approval in the pipeline's status; its reviewer asks about tokens.
+// The api reads a pipeline from the API server once a request checked out (the catalog's
+// informer has list and watch), records the approval in the pipeline's status, and its
+// reviewer asks about tokens. Keys are read as the tenant (keys.go).
 // +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines,verbs=get
 // +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines/status,verbs=patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
+// Pipelines finds pipelines in an informer cache (the server's catalog).
+type Pipelines interface {
+	// Pipeline returns the pipeline namespace/name, never to be changed.
+	Pipeline(namespace, name string) (*v1alpha1.Pipeline, bool)
+}
+
 // Handler serves approvals.
 type Handler struct {
-	// Client writes the pipelines' status; Reader reads pipelines and Secrets from the API
-	// server.
-	Client   client.Client
-	Reader   client.Reader
+	// Client writes the pipelines' status; Live reads a pipeline from the API server once the
+	// request checked out; Pipelines finds it in the cache before.
+	Client    client.Client
+	Live      client.Reader
+	Pipelines Pipelines
+	// Keys reads approval keys (as the tenant).
+	Keys     Keys
 	Reviewer *kubeauth.Reviewer
+	// Verifier remembers the signatures this process accepted (the status records them for
+	// every replica).
 	Verifier *signature.Verifier
 	Now      func() time.Time
 }
 
-// NewHandler returns a handler; reviewer answers for bearer tokens.
-func NewHandler(c client.Client, live client.Reader, reviewer *kubeauth.Reviewer) *Handler {
-	return &Handler{Client: c, Reader: live, Reviewer: reviewer, Verifier: signature.NewVerifier(nil), Now: time.Now}
+// NewHandler returns a handler: c writes approvals, live reads pipelines from the API server,
+// pipelines from the cache, keys reads approval keys, reviewer answers for bearer tokens.
+func NewHandler(c client.Client, live client.Reader, pipelines Pipelines, keys Keys, reviewer *kubeauth.Reviewer) *Handler {
+	return &Handler{Client: c, Live: live, Pipelines: pipelines, Keys: keys, Reviewer: reviewer, Verifier: signature.NewVerifier(nil), Now: time.Now}
 }
 
 // Register adds the route to s.
@@ -137,60 +157,100 @@ func (h *Handler) approve(r *http.Request) (*Response, error) {
 	}
 
 	// A bearer token is checked before anything is read, so that an unauthenticated caller
-	// learns nothing of the pipelines.
+	// learns nothing of the pipelines; a signature's headers, window and this process's
+	// memory of used signatures likewise.
 	approver := ""
-	bearer := r.Header.Get("Authorization") != ""
-	if bearer {
+	var signed *signature.Signed
+	switch {
+	case r.Header.Get("Authorization") != "":
 		if approver, err = h.authorize(ctx, r.Header.Get("Authorization"), key); err != nil {
 			return nil, err
 		}
-	} else if r.Header.Get(signature.HeaderSignature) == "" && r.Header.Get(signature.HeaderTimestamp) == "" {
+	case r.Header.Get(signature.HeaderSignature) == "" && r.Header.Get(signature.HeaderTimestamp) == "":
 		return nil, fail(http.StatusUnauthorized, "an approval is signed (%s and %s headers) or carries an Authorization: Bearer <token> header",
 			signature.HeaderTimestamp, signature.HeaderSignature)
+	default:
+		s, err := signature.ParseHeaders(r.Header.Get(signature.HeaderTimestamp), r.Header.Get(signature.HeaderSignature))
+		if err == nil {
+			err = h.Verifier.Check(s)
+		}
+		if err != nil {
+			return nil, signatureError(err)
+		}
+		signed = &s
 	}
 
-	// A namespace or name no object can have names no pipeline; the client would refuse to
-	// ask the API server for some of them ('/', '%', ".."), which is no server error.
+	// A namespace or name no object can have names no pipeline.
 	if len(validation.IsDNS1123Label(key.Namespace)) > 0 || len(validation.IsDNS1123Subdomain(key.Name)) > 0 {
 		return nil, fail(http.StatusNotFound, "pipeline %s not found", key)
 	}
-	var p v1alpha1.Pipeline
-	if err := h.Reader.Get(ctx, key, &p); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fail(http.StatusNotFound, "pipeline %s not found", key)
-		}
-		return nil, err
+	cached, ok := h.Pipelines.Pipeline(key.Namespace, key.Name)
+	if !ok {
+		return nil, fail(http.StatusNotFound, "pipeline %s not found", key)
 	}
-	env := environment(&p, envName)
+	env := environment(cached, envName)
 	if env == nil {
 		return nil, fail(http.StatusNotFound, "pipeline %s has no environment %q", key, envName)
 	}
 	if env.Approval == nil {
 		return nil, fail(http.StatusConflict, "environment %q of pipeline %s does not ask for approval", envName, key)
 	}
-	if !bearer {
-		secret, err := h.sharedKey(ctx, key.Namespace, env.Approval.SecretRef.Name)
+	secretName := env.Approval.SecretRef.Name
+	if signed != nil {
+		secret, err := h.Keys.Key(ctx, cached, secretName)
 		if err != nil {
 			return nil, err
 		}
-		if err := h.Verifier.Verify(secret, r.Method, r.URL.EscapedPath(), r.Header.Get(signature.HeaderTimestamp), r.Header.Get(signature.HeaderSignature), body); err != nil {
+		if err := h.Verifier.Accept(signature.Approval, secret, r.Method, r.URL.EscapedPath(), *signed, body); err != nil {
 			return nil, signatureError(err)
 		}
-		approver = "hmac:" + env.Approval.SecretRef.Name
+		approver = "hmac:" + secretName
 	}
 
-	now := metav1.NewTime(h.Now().UTC().Truncate(time.Second))
+	now := h.Now().UTC()
+	at := metav1.NewTime(now.Truncate(time.Second))
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := h.Reader.Get(ctx, key, &p); err != nil {
+		var p v1alpha1.Pipeline
+		if err := h.Live.Get(ctx, key, &p); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fail(http.StatusNotFound, "pipeline %s not found", key)
+			}
 			return err
 		}
-		if err := waiting(environmentStatus(&p, envName), envName, revision); err != nil {
+		// The pipeline may have changed since the cache's copy: the approval must still be
+		// asked for, with the key that verified the signature.
+		live := environment(&p, envName)
+		switch {
+		case live == nil:
+			return fail(http.StatusNotFound, "pipeline %s has no environment %q", key, envName)
+		case live.Approval == nil:
+			return fail(http.StatusConflict, "environment %q of pipeline %s does not ask for approval", envName, key)
+		case signed != nil && live.Approval.SecretRef.Name != secretName:
+			return fail(http.StatusConflict, "the approval key of environment %q of pipeline %s changed while the request was checked: sign it with the key of Secret %s",
+				envName, key, live.Approval.SecretRef.Name)
+		}
+		st := environmentStatus(&p, envName)
+		var used []v1alpha1.UsedSignature
+		if st != nil && st.Approval != nil {
+			used = st.Approval.UsedSignatures
+		}
+		var digest string
+		var expires time.Time
+		if signed != nil {
+			digest, expires = signed.Digest(), signed.Expires()
+		}
+		used, err := RecordSignature(used, digest, expires, now)
+		if err != nil {
 			return err
 		}
-		// Server-side apply of the approval alone, on the condition that the pipeline is
-		// still the one checked (its resourceVersion): the controller's part of the status
-		// is left to it.
-		record, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v1alpha1.ApprovalRecord{Revision: revision, Approver: approver, Time: now})
+		if err := waiting(st, envName, revision); err != nil {
+			return err
+		}
+		// Server-side apply of the approval alone (the used signatures with it), on the
+		// condition that the pipeline is still the one checked (its resourceVersion): two
+		// replicas cannot both record one signature, and the controller's part of the
+		// status is left to it.
+		record, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v1alpha1.ApprovalRecord{Revision: revision, Approver: approver, Time: at, UsedSignatures: used})
 		if err != nil {
 			return err
 		}
@@ -207,7 +267,32 @@ func (h *Handler) approve(r *http.Request) (*Response, error) {
 		return nil, err
 	}
 	ctrl.LoggerFrom(ctx).Info("approval recorded", "pipeline", key, "environment", envName, "revision", revision, "approver", approver)
-	return &Response{Namespace: key.Namespace, Pipeline: key.Name, Environment: envName, Revision: revision, Approver: approver, Time: now.Time}, nil
+	return &Response{Namespace: key.Namespace, Pipeline: key.Name, Environment: envName, Revision: revision, Approver: approver, Time: at.Time}, nil
+}
+
+// RecordSignature is the list of used signatures after accepting the one of digest (empty:
+// a bearer approval, none): the entries whose window has passed at now are dropped, digest
+// added. It refuses a digest in the list (a replay: 409) and a full list (429: the oldest
+// entry leaves the window soon).
+func RecordSignature(used []v1alpha1.UsedSignature, digest string, expires, now time.Time) ([]v1alpha1.UsedSignature, error) {
+	kept := make([]v1alpha1.UsedSignature, 0, len(used)+1)
+	for _, u := range used {
+		if !now.After(u.Expires.Time) {
+			kept = append(kept, u)
+		}
+	}
+	if digest == "" {
+		return kept, nil
+	}
+	if slices.ContainsFunc(kept, func(u v1alpha1.UsedSignature) bool { return u.SHA256 == digest }) {
+		return nil, signatureError(signature.ErrReplayed)
+	}
+	if len(kept) >= v1alpha1.MaxUsedApprovalSignatures {
+		oldest := slices.MinFunc(kept, func(a, b v1alpha1.UsedSignature) int { return a.Expires.Compare(b.Expires.Time) })
+		return nil, fail(http.StatusTooManyRequests, "the environment accepted %d signed approvals within %s, as many as status.environments[].approval.usedSignatures keeps: try again after %s",
+			len(kept), signature.Window, oldest.Expires.UTC().Format(time.RFC3339))
+	}
+	return append(kept, v1alpha1.UsedSignature{SHA256: digest, Expires: metav1.NewTime(expires.UTC().Truncate(time.Second).Add(time.Second))}), nil
 }
 
 // waiting checks that s waits for the approval of revision.
@@ -270,22 +355,6 @@ func (h *Handler) authorize(ctx context.Context, authorization string, key types
 		return "", fail(http.StatusForbidden, "%s", msg)
 	}
 	return id.User.Username, nil
-}
-
-// sharedKey reads the approval key of the environment.
-func (h *Handler) sharedKey(ctx context.Context, namespace, name string) ([]byte, error) {
-	var s corev1.Secret
-	if err := h.Reader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: name}, &s); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, fail(http.StatusConflict, "the environment's approval key Secret %s does not exist", name)
-		}
-		return nil, err
-	}
-	key := s.Data[v1alpha1.SecretKeyHMAC]
-	if len(key) == 0 {
-		return nil, fail(http.StatusConflict, "the environment's approval key Secret %s has no key %q", name, v1alpha1.SecretKeyHMAC)
-	}
-	return key, nil
 }
 
 func environment(p *v1alpha1.Pipeline, name string) *v1alpha1.Environment {

@@ -53,6 +53,11 @@ type Options struct {
 	// Signatures, when set, is the signature store served read-only at /signatures/ with
 	// the public keys the signing controller published in it.
 	Signatures *sigstore.Store
+	// DefaultServiceAccount is the ServiceAccount (of a pipeline's namespace) the approval
+	// route impersonates to read an approval key when the pipeline names none
+	// (spec.serviceAccountName): the api's --default-service-account. Empty: read with the
+	// server's own rights (tests).
+	DefaultServiceAccount string
 }
 
 // New builds the server for mgr. Streams and payloads are read from a catalog that mgr's
@@ -77,7 +82,8 @@ func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
 	releaseapi.Register(s, releaseapi.NewService(opts.Log.Store, writer, opts.Log, auth))
 	mcp.Register(s, opts.Log.Store, opts.Log, cat, opts.ChangeLogs)
 	web.Register(s, opts.Log.Store, opts.Log)
-	approval.Register(s, approval.NewHandler(mgr.GetClient(), mgr.GetAPIReader(), reviewer))
+	keys := approval.NewTenantKeys(mgr.GetConfig(), mgr.GetAPIReader(), opts.DefaultServiceAccount)
+	approval.Register(s, approval.NewHandler(mgr.GetClient(), mgr.GetAPIReader(), cat, keys, reviewer))
 	osrc.Register(s, cat, osrc.Options{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL})
 	if opts.Signatures != nil {
 		signatures.Register(s, opts.Signatures)
