@@ -261,6 +261,9 @@ prints the OpenShift release-controller's ChangeLog JSON.`,
 					fmt.Fprintf(progress, "fetching %s\n", url)
 				}
 			}
+			cfg.OnFetchError = func(url string, err error) {
+				fmt.Fprintf(progress, "fetching %s failed: %v\n", url, err)
+			}
 			changeLogs, err := changelog.Setup(cmd.Context(), nil, cfg)
 			if err != nil {
 				return err

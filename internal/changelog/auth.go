@@ -3,13 +3,18 @@ package changelog
 import (
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+
+	"github.com/release-controller/release-controller/internal/secreturl"
 )
 
 // Secret data keys understood by CredentialFromSecretData.
@@ -35,6 +40,10 @@ type Credential struct {
 	// KnownHosts, in OpenSSH known_hosts format, verifies the server's host key. Without it
 	// go-git's default applies (SSH_KNOWN_HOSTS or ~/.ssh/known_hosts).
 	KnownHosts []byte
+	// Secret (NAMESPACE/NAME) is the Secret the credential was read from, and Annotations its
+	// annotations: the credential goes only to the URLs they allow (secreturl.Check).
+	Secret      string
+	Annotations map[string]string
 }
 
 // CredentialFromSecretData builds a Credential from a Kubernetes Secret's data: either the key
@@ -137,11 +146,48 @@ func (cs Credentials) For(repoURL string) (Credential, bool) {
 	return Credential{}, false
 }
 
-// authFor returns the transport auth for a URL; nil when no credential matches.
+// authFor returns the transport auth for a URL; nil when no credential matches. A credential
+// whose Secret does not allow the URL is an *CredentialRefusedError: nothing is fetched.
 func (cs Credentials) authFor(repoURL string) (transport.AuthMethod, error) {
 	c, ok := cs.For(repoURL)
 	if !ok {
 		return nil, nil
 	}
+	if err := secreturl.Check(c.Annotations, credentialTarget(repoURL)); err != nil {
+		return nil, &CredentialRefusedError{Secret: c.Secret, URL: repoURL, Err: err}
+	}
 	return c.AuthMethod()
 }
+
+// credentialTarget is the URL the Secret's annotations are checked against: the source as
+// written, but an ssh source (ssh:// or git@host:path) without its login name, which names
+// the account and not where the credential goes.
+func credentialTarget(repoURL string) string {
+	ep, err := transport.NewEndpoint(repoURL)
+	if err != nil || ep.Protocol != "ssh" {
+		return repoURL
+	}
+	host := ep.Host
+	if ep.Port != 0 {
+		host = net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
+	} else if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	p := ep.Path
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p
+	}
+	return (&url.URL{Scheme: "ssh", Host: host, Path: p}).String()
+}
+
+// CredentialRefusedError is a source the git credentials Secret may not be sent to.
+type CredentialRefusedError struct {
+	Secret, URL string
+	Err         error
+}
+
+func (e *CredentialRefusedError) Error() string {
+	return fmt.Sprintf("the git credentials Secret %s (--git-credentials-secret) is not sent to %s: %v", e.Secret, e.URL, e.Err)
+}
+
+func (e *CredentialRefusedError) Unwrap() error { return e.Err }

@@ -257,8 +257,14 @@ func fillRepo(ctx context.Context, repos *RepoCache, source string, ics []*Image
 		return
 	}
 	if err != nil {
+		// A *FetchError says what kind of failure it was, never what the remote answered.
+		msg := fmt.Sprintf("repository unavailable: %v", err)
+		var fe *FetchError
+		if errors.As(err, &fe) {
+			msg = fe.Error()
+		}
 		for _, ic := range ics {
-			ic.Error, ic.retry = fmt.Sprintf("repository unavailable: %v", err), true
+			ic.Error, ic.retry = msg, true
 		}
 		return
 	}

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/registryclient"
@@ -227,6 +228,16 @@ type Config struct {
 	SourceAllow []string
 	// OnFetch reports clones and fetches (RepoCacheOptions.OnFetch).
 	OnFetch func(url string, clone bool)
+	// OnFetchError gets the whole error of failed fetches (RepoCacheOptions.OnFetchError);
+	// nil: logged with controller-runtime's logger.
+	OnFetchError func(url string, err error)
+	// AllowCIDRs are the addresses besides the public internet's that fetches may dial
+	// (CIDRs or addresses, see ParseCIDRs): loopback, private, link-local and the like are
+	// refused otherwise.
+	AllowCIDRs []string
+	// MaxFetchBytes and FailureTTL: see RepoCacheOptions (zero: the defaults).
+	MaxFetchBytes int64
+	FailureTTL    time.Duration
 	// Registry reads payload images; nil: registryclient.New().
 	Registry *registryclient.Client
 }
@@ -244,14 +255,25 @@ func Setup(ctx context.Context, reader client.Reader, cfg Config) (*Payloads, er
 	if err != nil {
 		return nil, err
 	}
+	allowNets, err := ParseCIDRs(cfg.AllowCIDRs)
+	if err != nil {
+		return nil, fmt.Errorf("changelog: the addresses fetches may dial: %w", err)
+	}
 	creds, err := ReadCredentials(ctx, reader, cfg.CredentialsSecret, cfg.CredentialsHosts)
 	if err != nil {
 		return nil, err
 	}
+	if cfg.OnFetchError == nil {
+		logger := log.Log.WithName("changelog")
+		cfg.OnFetchError = func(url string, err error) { logger.Info("fetching a source repository failed", "url", url, "error", err.Error()) }
+	}
 	if err := claimCacheDir(cfg.CacheDir); err != nil {
 		return nil, err
 	}
-	repos, err := NewRepoCache(RepoCacheOptions{Dir: cfg.CacheDir, MaxBytes: cfg.CacheSize, Credentials: creds, Allow: allow, OnFetch: cfg.OnFetch})
+	repos, err := NewRepoCache(RepoCacheOptions{
+		Dir: cfg.CacheDir, MaxBytes: cfg.CacheSize, Credentials: creds, Allow: allow, OnFetch: cfg.OnFetch, OnFetchError: cfg.OnFetchError,
+		Network: NetworkPolicy{Allow: allowNets}, MaxFetchBytes: cfg.MaxFetchBytes, FailureTTL: cfg.FailureTTL,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("opening the changelog cache %s: %w", cfg.CacheDir, err)
 	}
@@ -309,6 +331,7 @@ func ReadCredentials(ctx context.Context, reader client.Reader, secret string, h
 	if err != nil {
 		return nil, fmt.Errorf("git credentials secret %s: %w", secret, err)
 	}
+	c.Secret, c.Annotations = secret, s.Annotations
 	creds := Credentials{}
 	for _, h := range hosts {
 		if h = strings.TrimSpace(h); h != "" {

@@ -238,10 +238,10 @@ func TestPayloadChangeLogsForcePushAndUnreachable(t *testing.T) {
 		t.Fatalf("before the force push: %+v", op)
 	}
 	lost := findImage(t, cl.UpdatedImages, "lost")
-	if !strings.Contains(lost.Error, "repository unavailable") || !strings.Contains(lost.Error, "does-not-exist") || len(lost.Commits) != 0 {
+	if lost.Error != "the repository could not be fetched (repository not found)" || len(lost.Commits) != 0 {
 		t.Errorf("unreachable repository: %+v", lost)
 	}
-	if md := cl.Markdown(); !strings.Contains(md, "### lost\n\n* Error: repository unavailable") {
+	if md := cl.Markdown(); !strings.Contains(md, "### lost\n\n* Error: the repository could not be fetched (repository not found)") {
 		t.Errorf("markdown lacks the repository error:\n%s", md)
 	}
 	if _, ok := cls.Cached(p1, p2); ok {
@@ -471,8 +471,24 @@ func TestSetupFetchesOnlyAllowedSources(t *testing.T) {
 	if n := requests.Load(); n != 0 {
 		t.Errorf("the internal server got %d requests", n)
 	}
-	// The count means something: a list that names http:// reaches the server.
+	// A list that names http:// lets the source through, yet the server, on 127.0.0.1, is
+	// not dialed: loopback is refused unless AllowCIDRs names it.
 	cls, err := Setup(context.Background(), nil, Config{CacheDir: t.TempDir(), Registry: e.client, SourceAllow: []string{"http://"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := cls.ChangeLog(context.Background(), p1, p2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ic := findImage(t, cl.UpdatedImages, "internal"); ic.Error != "the repository could not be fetched (refused: address is loopback)" {
+		t.Errorf("an http source on 127.0.0.1: %+v", ic)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("the internal server got %d requests", n)
+	}
+	// The count means something: with the opt-in the server is reached.
+	cls, err = Setup(context.Background(), nil, Config{CacheDir: t.TempDir(), Registry: e.client, SourceAllow: []string{"http://"}, AllowCIDRs: []string{"127.0.0.1/32"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +496,7 @@ func TestSetupFetchesOnlyAllowedSources(t *testing.T) {
 		t.Fatal(err)
 	}
 	if requests.Load() == 0 {
-		t.Error("http:// allowed, yet the server got no request")
+		t.Error("http:// and 127.0.0.1 allowed, yet the server got no request")
 	}
 	if _, err := Setup(context.Background(), nil, Config{CacheDir: t.TempDir(), SourceAllow: []string{"github.com/org"}}); err == nil ||
 		!strings.Contains(err.Error(), `git source "github.com/org"`) {

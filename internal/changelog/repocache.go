@@ -18,6 +18,9 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
 )
 
 // RepoCacheOptions configures a RepoCache.
@@ -40,6 +43,34 @@ type RepoCacheOptions struct {
 	// OnFetch, if set, is called before a repository is cloned (clone true) or fetched
 	// because a revision is missing, e.g. to show progress.
 	OnFetch func(url string, clone bool)
+	// OnFetchError, if set, gets the whole error of each failed clone or fetch, for the
+	// server's log; what callers get is a *FetchError saying only what kind of failure it was.
+	OnFetchError func(url string, err error)
+
+	// Network says which addresses clones and fetches may dial besides the public internet's
+	// (zero: none).
+	Network NetworkPolicy
+	// MaxFetchBytes bounds what one clone or fetch receives over HTTP (zero:
+	// DefaultMaxFetchBytes; negative: no bound).
+	MaxFetchBytes int64
+	// FailureTTL is how long a failed clone or fetch of a repository is remembered: meanwhile
+	// it is not tried again and its error is returned at once (zero: DefaultFailureTTL;
+	// negative: not remembered).
+	FailureTTL time.Duration
+	// Now is the clock of FailureTTL (nil: time.Now).
+	Now func() time.Time
+}
+
+// Defaults of RepoCacheOptions.
+const (
+	DefaultMaxFetchBytes int64 = 4 << 30
+	DefaultFailureTTL          = 5 * time.Minute
+)
+
+// failure is a remembered failed fetch.
+type failure struct {
+	at  time.Time
+	err *FetchError
 }
 
 // RepoCache is a bounded on-disk cache of bare clones. It is safe for concurrent use: one
@@ -47,10 +78,13 @@ type RepoCacheOptions struct {
 type RepoCache struct {
 	opts RepoCacheOptions
 
-	mu      sync.Mutex
-	tick    uint64
-	total   int64
-	entries map[string]*repoEntry // by URL
+	guard *fetchGuard
+
+	mu       sync.Mutex
+	tick     uint64
+	total    int64
+	entries  map[string]*repoEntry // by URL
+	failures map[string]failure    // by URL, within FailureTTL
 }
 
 type repoEntry struct {
@@ -101,10 +135,20 @@ func NewRepoCache(opts RepoCacheOptions) (*RepoCache, error) {
 	if opts.FetchTimeout <= 0 {
 		opts.FetchTimeout = 5 * time.Minute
 	}
+	if opts.MaxFetchBytes == 0 {
+		opts.MaxFetchBytes = DefaultMaxFetchBytes
+	}
+	if opts.FailureTTL == 0 {
+		opts.FailureTTL = DefaultFailureTTL
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &RepoCache{opts: opts, entries: map[string]*repoEntry{}}
+	c := &RepoCache{opts: opts, entries: map[string]*repoEntry{}, failures: map[string]failure{},
+		guard: newFetchGuard(opts.Network, max(opts.MaxFetchBytes, 0))}
 	dirents, err := os.ReadDir(opts.Dir)
 	if err != nil {
 		return nil, err
@@ -307,28 +351,42 @@ func (c *RepoCache) ensure(ctx context.Context, e *repoEntry, revisions []string
 	if e.fetched && len(missing) == 0 {
 		return repo, nil
 	}
-	auth, err := c.opts.Credentials.authFor(e.url)
-	if err != nil {
-		return nil, fmt.Errorf("credentials for %s: %w", e.url, err)
+	// A repository that failed a moment ago is not tried again on every page view.
+	if fe := c.recentFailure(e.url); fe != nil {
+		if !e.fetched {
+			_ = os.RemoveAll(e.dir)
+			return nil, fe
+		}
+		e.lastFetchErr = fe
+		return repo, nil
 	}
+	auth, authErr := c.opts.Credentials.authFor(e.url)
+	st := &fetchState{guard: c.guard}
+	timedOut := false
 	fetch := func(specs ...config.RefSpec) error {
 		fctx, cancel := context.WithTimeout(ctx, c.opts.FetchTimeout)
 		defer cancel()
-		err := repo.FetchContext(fctx, &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: auth, Tags: git.NoTags, Force: true})
+		err := repo.FetchContext(withFetchState(fctx, st), &git.FetchOptions{RemoteName: "origin", RefSpecs: specs, Auth: auth, Tags: git.NoTags, Force: true})
 		if errors.Is(err, git.NoErrAlreadyUpToDate) {
 			return nil
 		}
 		if err != nil && fctx.Err() != nil && ctx.Err() == nil {
-			return fmt.Errorf("fetch timed out after %s: %w", c.opts.FetchTimeout, err)
+			timedOut = true
 		}
 		return err
 	}
-	if c.opts.OnFetch != nil {
-		c.opts.OnFetch(e.url, !e.fetched)
+	err := authErr
+	if err == nil {
+		err = c.checkBeforeFetch(ctx, e.url)
 	}
-	// Branches and tags, without pruning: commits of force-pushed history fetched earlier
-	// stay in the clone, so changelogs from them can still be computed.
-	err = fetch("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+	if err == nil {
+		if c.opts.OnFetch != nil {
+			c.opts.OnFetch(e.url, !e.fetched)
+		}
+		// Branches and tags, without pruning: commits of force-pushed history fetched earlier
+		// stay in the clone, so changelogs from them can still be computed.
+		err = fetch("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
+	}
 	defer func() {
 		size := dirSize(e.dir)
 		c.mu.Lock()
@@ -337,13 +395,17 @@ func (c *RepoCache) ensure(ctx context.Context, e *repoEntry, revisions []string
 		c.mu.Unlock()
 	}()
 	if err != nil {
+		fe := c.failed(ctx, e.url, err, st, timedOut)
 		if !e.fetched {
 			_ = os.RemoveAll(e.dir)
-			return nil, fmt.Errorf("cloning %s: %w", e.url, err)
+			return nil, fe
 		}
-		e.lastFetchErr = fmt.Errorf("fetching %s: %w", e.url, err)
+		e.lastFetchErr = fe
 		return repo, nil
 	}
+	c.mu.Lock()
+	delete(c.failures, e.url)
+	c.mu.Unlock()
 	e.fetched = true
 	// A revision no branch or tag reaches (a pull request head, history since rewritten):
 	// ask for it by id, which servers that allow it answer.
@@ -353,6 +415,81 @@ func (c *RepoCache) ensure(ctx context.Context, e *repoEntry, revisions []string
 		}
 	}
 	return repo, nil
+}
+
+// checkBeforeFetch checks the addresses of an ssh:// or git:// source, whose transports go-git
+// dials itself (see checkResolved); http(s) is checked when dialing, file:// dials nothing.
+func (c *RepoCache) checkBeforeFetch(ctx context.Context, url string) error {
+	ep, err := transport.NewEndpoint(url)
+	if err != nil {
+		return err
+	}
+	switch ep.Protocol {
+	case "ssh", "git":
+		return checkResolved(ctx, c.opts.Network, ep.Host)
+	}
+	return nil
+}
+
+// recentFailure is the error of the repository's last fetch when it failed within FailureTTL.
+func (c *RepoCache) recentFailure(url string) *FetchError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f, ok := c.failures[url]
+	if !ok {
+		return nil
+	}
+	if c.opts.Now().Sub(f.at) >= c.opts.FailureTTL {
+		delete(c.failures, url)
+		return nil
+	}
+	return f.err
+}
+
+// failed turns a fetch's error into the FetchError callers see, reports the whole error, and
+// remembers the failure for FailureTTL, unless it is the caller's context that ended.
+func (c *RepoCache) failed(ctx context.Context, url string, err error, st *fetchState, timedOut bool) *FetchError {
+	fe := &FetchError{URL: url, Status: fetchStatus(err, st, c.opts.FetchTimeout, timedOut), Err: err}
+	var refused *CredentialRefusedError
+	if errors.As(err, &refused) {
+		fe.Status = fmt.Sprintf("refused: the git credentials Secret does not allow this URL (annotations %s, %s)",
+			v1alpha1.AnnotationAllowedURLs, v1alpha1.AnnotationAllowInsecureHTTP)
+	}
+	if c.opts.OnFetchError != nil {
+		c.opts.OnFetchError(url, err)
+	}
+	if ctx.Err() != nil || c.opts.FailureTTL < 0 {
+		return fe
+	}
+	c.mu.Lock()
+	c.failures[url] = failure{at: c.opts.Now(), err: fe}
+	if len(c.failures) > maxFailures {
+		c.trimFailuresLocked()
+	}
+	c.mu.Unlock()
+	return fe
+}
+
+// maxFailures bounds the failures remembered: source URLs come from image labels.
+const maxFailures = 4096
+
+// trimFailuresLocked forgets the expired failures, and the oldest while over maxFailures.
+func (c *RepoCache) trimFailuresLocked() {
+	now := c.opts.Now()
+	for url, f := range c.failures {
+		if now.Sub(f.at) >= c.opts.FailureTTL {
+			delete(c.failures, url)
+		}
+	}
+	for len(c.failures) > maxFailures {
+		oldest := ""
+		for url, f := range c.failures {
+			if oldest == "" || f.at.Before(c.failures[oldest].at) {
+				oldest = url
+			}
+		}
+		delete(c.failures, oldest)
+	}
 }
 
 // evictLocked deletes least recently used clones not in use until the cache is within its
