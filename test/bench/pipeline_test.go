@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -112,6 +113,7 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 			createNamespace(b, env, targetNamespace(t))
 		}
 	}
+	grantPipelineAccount(b, mgmt)
 
 	// Every app at revision 1 and rolled out on every target.
 	parallelPlain(b, benchPipelines, setupWorkers, func(i int) error {
@@ -223,6 +225,29 @@ func benchPipeline(i int) *v1alpha1.Pipeline {
 		p.Spec.Environments = append(p.Spec.Environments, env)
 	}
 	return p
+}
+
+// grantPipelineAccount lets the account the controller acts as for the pipelines (their
+// namespace's default, the binary's --default-service-account) do what they do on the
+// management cluster: read the leaves' kubeconfig Secrets and patch prod's Deployments.
+func grantPipelineAccount(b *testing.B, mgmt *testenv.Env) {
+	b.Helper()
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: pipelineNamespace, Name: "default"}}
+	grants := map[string]rbacv1.PolicyRule{pipelineNamespace: {APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}}}
+	for t := range benchTargets {
+		grants[targetNamespace(t)] = rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch"}}
+	}
+	for namespace, rule := range grants {
+		for _, obj := range []client.Object{
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pipelines"}, Rules: []rbacv1.PolicyRule{rule}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pipelines"},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pipelines"}, Subjects: subjects},
+		} {
+			if err := mgmt.Client.Create(context.Background(), obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
 }
 
 // createApp creates a Deployment whose container app runs tag, rolled out.

@@ -143,6 +143,16 @@ func TestReleaseFlowOnARealNode(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The pipeline's account (the namespace's default: the controller's
+	// --default-service-account) may patch the app, as docs/pipelines.md says: the controller
+	// promotes as that account.
+	if _, err := kubectl(ctx, "-n", teamNamespace, "create", "role", "pipeline", "--verb=get,patch", "--resource=deployments.apps"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kubectl(ctx, "-n", teamNamespace, "create", "rolebinding", "pipeline", "--role=pipeline", "--serviceaccount="+teamNamespace+":default"); err != nil {
+		t.Fatal(err)
+	}
+
 	// The app the pipeline promotes payloads into.
 	app := pipelineApp(payloadRepo + ":bootstrap")
 	mustCreate(t, ctx, app)

@@ -30,10 +30,10 @@ const (
 
 // pipelineFlow runs a pipeline through every path the pipeline grants are for: the
 // controller's watches (pipelines, Secrets' metadata, Deployments), its read of a kubeconfig
-// Secret, its server-side apply of a local Deployment and of its status; the api's read of a
-// pipeline and of an approval key (as the pipeline's account, impersonated), and its write of
-// an approval with a signed request and with a user's token (TokenReview, SubjectAccessReview
-// on pipelines/approval).
+// Secret and its server-side apply of a local Deployment (both as the pipeline's account,
+// impersonated), and of its status; the api's read of a pipeline and of an approval key (as
+// the pipeline's account, impersonated), and its write of an approval with a signed request
+// and with a user's token (TokenReview, SubjectAccessReview on pipelines/approval).
 func pipelineFlow(t *testing.T, streamNS, server, accepted string, cli *strings.Builder) {
 	t.Helper()
 	ctx := context.Background()
@@ -82,6 +82,20 @@ func pipelineFlow(t *testing.T, streamNS, server, accepted string, cli *strings.
 	tokenFile := filepath.Join(workDir, "approver-token")
 	if err := os.WriteFile(tokenFile, []byte(token(t, cs, types.NamespacedName{Namespace: streamNS, Name: approverAccount})), 0o600); err != nil {
 		t.Fatal(err)
+	}
+
+	// The controller acts as the pipeline's account (its namespace's default, the
+	// controller's --default-service-account): it may patch the local targets' app and read the
+	// kubeconfig Secret, nothing more.
+	tenant := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: streamNS, Name: "default"}}
+	for namespace, rule := range map[string]rbacv1.PolicyRule{
+		devNS:    {APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{"web"}, Verbs: []string{"get", "patch"}},
+		prodNS:   {APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{"web"}, Verbs: []string{"get", "patch"}},
+		streamNS: {APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"self"}, Verbs: []string{"get"}},
+	} {
+		create(t, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pipeline"}, Rules: []rbacv1.PolicyRule{rule}})
+		create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pipeline"},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pipeline"}, Subjects: tenant})
 	}
 
 	create(t, &v1alpha1.Pipeline{

@@ -114,6 +114,10 @@ type auditEvent struct {
 	User       struct {
 		Username string `json:"username"`
 	} `json:"user"`
+	// ImpersonatedUser is who the request acted as, when User impersonated someone.
+	ImpersonatedUser *struct {
+		Username string `json:"username"`
+	} `json:"impersonatedUser"`
 	ObjectRef *struct {
 		Resource    string `json:"resource"`
 		Namespace   string `json:"namespace"`
@@ -124,6 +128,18 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+}
+
+// impersonation is the grant a request made as someone else used: impersonate on the
+// ServiceAccount (or user) it acted as.
+func (e auditEvent) impersonation() (access, bool) {
+	if e.ImpersonatedUser == nil {
+		return access{}, false
+	}
+	if strings.HasPrefix(e.ImpersonatedUser.Username, "system:serviceaccount:") {
+		return access{Resource: "serviceaccounts", Verb: "impersonate"}, true
+	}
+	return access{Resource: "users", Verb: "impersonate"}, true
 }
 
 func (e auditEvent) access() (access, bool) {

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -77,6 +78,23 @@ func TestFaultRemoteCluster(t *testing.T) {
 		}
 		if err := createRolledOut(ctx, pc.staging, pc.stagingNamespace, pc.name, "1"); err != nil {
 			t.Fatal(err)
+		}
+	}
+	// The controller acts as the pipelines' account (their namespace's default, the binary's
+	// --default-service-account): it reads the leaf's kubeconfig and patches local stagings.
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "default"}}
+	for namespace, rule := range map[string]rbacv1.PolicyRule{
+		ns:           {APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{leafCluster}, Verbs: []string{"get"}},
+		localStaging: {APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch"}},
+	} {
+		for _, obj := range []client.Object{
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pipelines"}, Rules: []rbacv1.PolicyRule{rule}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pipelines"},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pipelines"}, Subjects: subjects},
+		} {
+			if err := env.Client.Create(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	c := startFaultController(t, logNS)

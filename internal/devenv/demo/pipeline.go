@@ -87,7 +87,7 @@ func App(opts Options, namespace string) *appsv1.Deployment {
 
 // SetupPipeline makes the demo pipeline exist, creating only what is missing (as Setup): the
 // environments' namespaces and apps, the approval key, the remote cluster's service account
-// with its RBAC, and the Pipeline. The remote cluster's kubeconfig Secret is rewritten when it
+// with its RBAC, the RBAC of the account the pipeline acts as locally, and the Pipeline. The remote cluster's kubeconfig Secret is rewritten when it
 // changed, since the API server's certificates and token signing key are new at every start;
 // cfg is that API server's (its host and CA). It returns the approval key.
 func SetupPipeline(ctx context.Context, c client.Client, opts Options, cfg *rest.Config) ([]byte, error) {
@@ -143,11 +143,46 @@ func SetupPipeline(ctx context.Context, c client.Client, opts Options, cfg *rest
 		}
 	}
 
+	if err := grantPipelineAccount(ctx, c, opts); err != nil {
+		return nil, err
+	}
 	p := Pipeline(opts)
 	if err := createIfMissing(ctx, c, p); err != nil {
 		return nil, fmt.Errorf("pipeline %s/%s: %w", p.Namespace, p.Name, err)
 	}
 	return approvals.Data[v1alpha1.SecretKeyHMAC], nil
+}
+
+// PipelineAccount is the ServiceAccount of the demo's namespace the controller acts as for the
+// demo pipeline: it names none, so the controller's --default-service-account, "default".
+const PipelineAccount = "default"
+
+// PipelineRole names the Roles (and their RoleBindings) that let PipelineAccount do what the
+// demo pipeline does on the local cluster.
+const PipelineRole = "pipeline"
+
+// grantPipelineAccount gives the demo pipeline's account what the pipeline does as it: apply
+// the dev app (the only local target) and read the remote cluster's kubeconfig Secret. The
+// controller acts as the account, so without these the promotion to dev is forbidden.
+func grantPipelineAccount(ctx context.Context, c client.Client, opts Options) error {
+	ns := opts.namespace()
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: PipelineAccount}}
+	grants := map[string]rbacv1.PolicyRule{
+		opts.EnvironmentNamespace("dev"): {APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{AppName}, Verbs: []string{"get", "patch"}},
+		ns:                               {APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{RemoteClusterSecret}, Verbs: []string{"get"}},
+	}
+	for namespace, rule := range grants {
+		for _, obj := range []client.Object{
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: PipelineRole}, Rules: []rbacv1.PolicyRule{rule}},
+			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: PipelineRole},
+				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: PipelineRole}, Subjects: subjects},
+		} {
+			if err := createIfMissing(ctx, c, obj); err != nil {
+				return fmt.Errorf("%T %s/%s: %w", obj, namespace, obj.GetName(), err)
+			}
+		}
+	}
+	return nil
 }
 
 // remoteKubeconfig makes sure the remote cluster's service account and RBAC exist and returns

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,6 +63,39 @@ func TestSetupPipelineIsIdempotent(t *testing.T) {
 	}
 	if bytes.Equal(first, remoteKubeconfigOf(t, opts)) {
 		t.Error("the remote cluster's kubeconfig was not renewed")
+	}
+}
+
+// The account the controller acts as for the demo pipeline (its namespace's default, the
+// controller's --default-service-account) may apply the dev app and read the remote cluster's
+// kubeconfig, and nothing the pipeline does not need: not staging's app (the remote
+// cluster's account applies it), not the approval key.
+func TestPipelineAccountGrants(t *testing.T) {
+	ctx := context.Background()
+	opts := options(t)
+	if _, err := SetupPipeline(ctx, env.Client, opts, env.Config); err != nil {
+		t.Fatalf("SetupPipeline: %v", err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: pipeline.TenantOf(Pipeline(opts), "default")}
+	tenant, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := App(opts, opts.EnvironmentNamespace("dev"))
+	if err := tenant.Patch(ctx, d, client.MergeFrom(d.DeepCopy()), client.DryRunAll); err != nil {
+		t.Errorf("patching the dev app as the pipeline's account: %v", err)
+	}
+	var s corev1.Secret
+	if err := tenant.Get(ctx, types.NamespacedName{Namespace: opts.namespace(), Name: RemoteClusterSecret}, &s); err != nil {
+		t.Errorf("reading the remote cluster's kubeconfig as the pipeline's account: %v", err)
+	}
+	d = App(opts, opts.EnvironmentNamespace("staging"))
+	if err := tenant.Patch(ctx, d, client.MergeFrom(d.DeepCopy()), client.DryRunAll); !apierrors.IsForbidden(err) {
+		t.Errorf("patching the staging app as the pipeline's account: %v, want forbidden", err)
+	}
+	if err := tenant.Get(ctx, types.NamespacedName{Namespace: opts.namespace(), Name: ApprovalSecret}, &s); !apierrors.IsForbidden(err) {
+		t.Errorf("reading the approval key as the pipeline's account: %v, want forbidden", err)
 	}
 }
 
