@@ -77,5 +77,25 @@ func fetchStatus(err error, st *fetchState, timeout time.Duration, timedOut bool
 	if errors.As(err, &netErr) && netErr.Timeout() {
 		return "timed out"
 	}
-	return "failed; the server's log has the details"
+	return "failed; the server’s log has the details"
+}
+
+// PublicMessage is what a public page may say of an error of PayloadChangeLogs (a changelog
+// that could not be computed) or of reading a payload image: the status of a FetchError, that
+// it timed out, or that it failed. The rest of an error may hold what a remote answered (a
+// registry's or git server's error text, named by a tenant's stream or an image's label):
+// the page says the server's log has it.
+func PublicMessage(err error) string {
+	var fe *FetchError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &fe):
+		return fe.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return "it timed out"
+	case errors.Is(err, context.Canceled):
+		return "it was canceled"
+	}
+	return "it failed; the server’s log has the details"
 }

@@ -250,7 +250,7 @@ func TestStreamPagesInBrowser(t *testing.T) {
 	if got := text(`#changelog .changelog-result p`); !strings.HasPrefix(got, "Changes from "+tag2+" (created 25 hours ago) to "+tag4) {
 		t.Errorf("changelog starts %q", got)
 	}
-	if got := text(`#component-installer ~ .banner.failure`); !strings.Contains(got, "connection refused") {
+	if got := text(`#component-installer ~ .banner.failure`); !strings.Contains(got, "refused: address is private") {
 		t.Errorf("the unreachable repository says %q", got)
 	}
 	if got := texts(`#components tbody tr:first-child td`); len(got) != 5 || got[3] != "https://github.com/example/api.git" || got[4] != "22222222" {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/server/catalog"
@@ -91,7 +93,14 @@ func (p *site) computeChangeLog(ctx context.Context, job changeLogJob) changeLog
 	case err == nil:
 		err = fmt.Errorf("the changelog source returned nothing")
 	}
-	return changeLogSection{State: sectionError, Message: "The changelog could not be computed: " + err.Error()}
+	return changeLogSection{State: sectionError, Message: "The changelog could not be computed: " + publicMessage(ctx, err, "computing a changelog")}
+}
+
+// publicMessage is what the public pages say of err (changelog.PublicMessage: never what a
+// registry or git server answered); the whole error goes to the log.
+func publicMessage(ctx context.Context, err error, what string) string {
+	log.FromContext(ctx).Info(what+" failed", "error", err.Error())
+	return changelog.PublicMessage(err)
 }
 
 // releaseReader is what a changelog source may also do (changelog.Payloads does): read what
@@ -138,7 +147,7 @@ func (p *site) readSources(ctx context.Context, job *componentsJob) componentsSe
 		sec.Note = "The components’ source repositories are still being read from the payload image; reload the page in a while to see them."
 		return sec
 	default:
-		sec.Note = "The components’ source repositories could not be read from the payload image: " + err.Error()
+		sec.Note = "The components’ source repositories could not be read from the payload image: " + publicMessage(ctx, err, "reading a payload image")
 		return sec
 	}
 	byName := make(map[string]changelog.Component, len(rel.Components))
@@ -311,7 +320,7 @@ func (p *site) changeLogRoute(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			err = fmt.Errorf("the changelog source returned nothing")
 		}
-		writeText(w, http.StatusInternalServerError, "Internal error: computing the changelog: "+err.Error())
+		writeText(w, http.StatusInternalServerError, "Internal error: computing the changelog: "+publicMessage(r.Context(), err, "computing a changelog"))
 		return
 	}
 	if format == "json" {

@@ -293,7 +293,7 @@ func sampleChangeLog(from, to *v1alpha1.ReleasePayload) *changelog.ChangeLog {
 				}}},
 			{Name: "installer", Source: "https://git.example.com/example/installer", Image: "registry.example.com/ocp/installer@sha256:" + sha('d'),
 				FromImage: "registry.example.com/ocp/installer@sha256:" + sha('b'), Revision: revNew, FromRevision: revOld,
-				Error: "repository unavailable: dial tcp 10.0.0.1:443: connect: connection refused"},
+				Error: "the repository could not be fetched (refused: address is private)"},
 		},
 	}
 }

@@ -316,7 +316,7 @@ func TestReleasePage(t *testing.T) {
 		`<a href="https://github.com/example/api/compare/` + revOld + `...` + revNew + `">Full changelog</a>`,
 		`<li>Fix the &lt;widget&gt; race <a href="https://github.com/example/api/pull/42">#42</a> <a href="https://github.com/example/api/commit/3333333333333333333333333333333333333333"><code>33333333</code></a> <a href="https://issues.example.com/browse/OCPBUGS-7">OCPBUGS-7</a>`,
 		// An unreachable repository is said in the section.
-		`<p class="banner failure">Could not list the commits: repository unavailable: dial tcp 10.0.0.1:443: connect: connection refused</p>`,
+		`<p class="banner failure">Could not list the commits: the repository could not be fetched (refused: address is private)</p>`,
 	}
 	tests := []struct {
 		name, path string
@@ -479,11 +479,12 @@ func TestReleasePageComponentSources(t *testing.T) {
 		t.Errorf("read the image %q, want %q", withSources.read, digestOf(tag4))
 	}
 
-	unreadable := &fakeWithReleases{fakeChangeLogs: &fakeChangeLogs{result: sampleChangeLog}, err: errors.New("registry.example.com: unauthorized")}
+	// What the registry answered is not shown (the log has it).
+	unreadable := &fakeWithReleases{fakeChangeLogs: &fakeChangeLogs{result: sampleChangeLog}, err: errors.New("registry.example.com: unauthorized: " + remoteMarker)}
 	base = startPages(t, fixture(), web.PageOptions{ChangeLogs: unreadable})
 	check(t, fetch(t, "GET", base+releaseURL("demo", "nightly", tag4)), 200,
-		[]string{`<p class="note">The components’ source repositories could not be read from the payload image: registry.example.com: unauthorized</p>`, `<th scope="row">api</th>`},
-		[]string{`Source repository</th>`})
+		[]string{`<p class="note">The components’ source repositories could not be read from the payload image: it failed; the server’s log has the details</p>`, `<th scope="row">api</th>`},
+		[]string{`Source repository</th>`, remoteMarker})
 
 	// A payload not built yet has no image to read.
 	check(t, fetch(t, "GET", base+releaseURL("demo", "nightly", tag1)), 200, nil, []string{`id="components"`})
@@ -508,8 +509,16 @@ func TestChangeLogSectionStates(t *testing.T) {
 			want: []string{web.LoadingChangeLog, `<p class="changelog-result banner notice" role="status">` + web.ChangeLogStillBusy + `</p>`, `</html>`},
 		},
 		{
-			name: "an error", opts: web.PageOptions{ChangeLogs: &fakeChangeLogs{err: errors.New("cloning https://git.example.com/x: connection refused")}}, path: releaseURL("demo", "nightly", tag4),
-			want: []string{`<div class="changelog-result banner failure" role="alert"><p>The changelog could not be computed: cloning https://git.example.com/x: connection refused</p></div>`, `</html>`},
+			// What a remote answered is not shown (the log has it).
+			name: "an error", opts: web.PageOptions{ChangeLogs: &fakeChangeLogs{err: errors.New("reading the image of payload x: " + remoteMarker)}}, path: releaseURL("demo", "nightly", tag4),
+			want:     []string{`<div class="changelog-result banner failure" role="alert"><p>The changelog could not be computed: it failed; the server’s log has the details</p></div>`, `</html>`},
+			dontWant: []string{remoteMarker},
+		},
+		{
+			name: "a fetch that failed", opts: web.PageOptions{ChangeLogs: &fakeChangeLogs{err: &changelog.FetchError{URL: "https://git.example.com/x", Status: "timed out after 5m0s", Err: errors.New(remoteMarker)}}},
+			path:     releaseURL("demo", "nightly", tag4),
+			want:     []string{`<div class="changelog-result banner failure" role="alert"><p>The changelog could not be computed: the repository could not be fetched (timed out after 5m0s)</p></div>`},
+			dontWant: []string{remoteMarker},
 		},
 		{
 			name: "a base not built", opts: web.PageOptions{ChangeLogs: &fakeChangeLogs{result: sampleChangeLog}}, path: releaseURL("demo", "nightly", tag4) + "?from=" + tag1,
@@ -643,8 +652,9 @@ func TestChangeLogRoute(t *testing.T) {
 		t.Errorf("without changelogs: %d %s", p.code, p.body)
 	}
 	// An error computing it is a 500 for the markdown and JSON forms.
-	failing := startPages(t, cat, web.PageOptions{ChangeLogs: &fakeChangeLogs{err: errors.New("boom")}})
-	if p := fetch(t, "GET", failing+web.ChangeLogPath+"?from="+tag2+"&to="+tag4+"&format=json"); p.code != 500 || !strings.Contains(p.body, "Internal error: computing the changelog: boom") {
+	failing := startPages(t, cat, web.PageOptions{ChangeLogs: &fakeChangeLogs{err: errors.New("boom: " + remoteMarker)}})
+	if p := fetch(t, "GET", failing+web.ChangeLogPath+"?from="+tag2+"&to="+tag4+"&format=json"); p.code != 500 ||
+		!strings.Contains(p.body, "Internal error: computing the changelog: it failed; the server’s log has the details") || strings.Contains(p.body, remoteMarker) {
 		t.Errorf("a failing changelog: %d %s", p.code, p.body)
 	}
 }
@@ -1003,3 +1013,6 @@ func TestZeroTimesShowNoAge(t *testing.T) {
 	base := startPages(t, cat, web.PageOptions{})
 	check(t, fetch(t, "GET", base+"/releasestream/s"), 200, []string{`<td class="age"></td>`}, []string{"0001-01-01"})
 }
+
+// remoteMarker stands for what a registry or git server answered: the pages never show it.
+const remoteMarker = "MARKER-7d1e-remote-error-body"
