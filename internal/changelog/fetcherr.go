@@ -87,11 +87,14 @@ func fetchStatus(err error, st *fetchState, timeout time.Duration, timedOut bool
 // the page says the server's log has it.
 func PublicMessage(err error) string {
 	var fe *FetchError
+	var noImage *NoImageError
 	switch {
 	case err == nil:
 		return ""
 	case errors.As(err, &fe):
 		return fe.Error()
+	case errors.As(err, &noImage):
+		return noImage.Error()
 	case errors.Is(err, context.DeadlineExceeded):
 		return "it timed out"
 	case errors.Is(err, context.Canceled):
@@ -99,3 +102,8 @@ func PublicMessage(err error) string {
 	}
 	return "it failed; the server’s log has the details"
 }
+
+// NoImageError is a payload without an image yet: there is nothing to compute a changelog from.
+type NoImageError struct{ Payload string }
+
+func (e *NoImageError) Error() string { return fmt.Sprintf("payload %s has no image yet", e.Payload) }

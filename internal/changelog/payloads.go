@@ -100,7 +100,7 @@ func (p *Payloads) ChangeLog(ctx context.Context, from, to *v1alpha1.ReleasePayl
 	}
 	for _, rp := range []*v1alpha1.ReleasePayload{from, to} {
 		if rp.Status.PayloadImage == "" {
-			return nil, fmt.Errorf("payload %s has no image yet", rp.Name)
+			return nil, &NoImageError{Payload: rp.Name}
 		}
 	}
 	if cl, ok := p.Cached(from, to); ok {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/changelog"
@@ -274,7 +275,9 @@ func (t catalogTools) getChangelog(ctx context.Context, _ *sdk.CallToolRequest, 
 	}
 	cl, err := t.changeLogs.ChangeLog(ctx, from.Payload, to.Payload)
 	if err != nil {
-		return nil, none, fmt.Errorf("changelog from %s to %s: %w", from.Tag(), to.Tag(), err)
+		// What a registry or git server answered stays in the log: MCP clients may be anyone.
+		log.FromContext(ctx).Info("computing a changelog failed", "error", err.Error())
+		return nil, none, fmt.Errorf("changelog from %s to %s: %s", from.Tag(), to.Tag(), changelog.PublicMessage(err))
 	}
 	// No text of its own: the SDK sends the JSON as the text too.
 	return nil, cl.JSON(), nil

@@ -3,7 +3,6 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net"
 	"reflect"
 	"slices"
@@ -542,7 +541,7 @@ func (f *fakeChangeLogs) ChangeLog(_ context.Context, from, to *v1alpha1.Release
 	f.mu.Unlock()
 	for _, p := range []*v1alpha1.ReleasePayload{from, to} {
 		if p.Status.PayloadImage == "" {
-			return nil, fmt.Errorf("payload %s has no image yet", p.Name)
+			return nil, &changelog.NoImageError{Payload: p.Name}
 		}
 	}
 	return &changelog.ChangeLog{
