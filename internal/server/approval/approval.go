@@ -121,6 +121,15 @@ type httpError struct {
 
 func (e *httpError) Error() string { return e.msg }
 
+// StatusOf is the HTTP status code an error of the handler answers with.
+func StatusOf(err error) int {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.code
+	}
+	return http.StatusInternalServerError
+}
+
 func fail(code int, format string, args ...any) error {
 	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
 }
