@@ -92,6 +92,12 @@ type PayloadVerificationConfig struct {
 	// with their job templates; unset, the templates are inline.
 	// +optional
 	TemplatesFrom *VerificationTemplates `json:"templatesFrom,omitempty"`
+
+	// ServiceAccount is the stream's verificationServiceAccount when the payload was created:
+	// the only account the verification Jobs' pods may run as. Unset: the namespace's
+	// "default", without its API token.
+	// +optional
+	ServiceAccount *VerificationServiceAccount `json:"serviceAccount,omitempty"`
 }
 
 // VerificationTemplates is a ConfigMap holding a verification list, job templates included,

@@ -126,6 +126,13 @@ type ReleaseStreamSpec struct {
 	// +optional
 	Verification []Verification `json:"verification,omitempty"`
 
+	// VerificationServiceAccount is the only ServiceAccount, of the stream's namespace, a
+	// verification Job's pod may run as: the controller sets it on every Job, and a template
+	// that names another one (serviceAccountName or serviceAccount) is refused. Unset: the
+	// namespace's "default", without its API token.
+	// +optional
+	VerificationServiceAccount *VerificationServiceAccount `json:"verificationServiceAccount,omitempty"`
+
 	// MaxUnreadyReleases is how many payloads may be pending verification at once; no new
 	// payload is created while that many are neither accepted, rejected nor failed.
 	// +kubebuilder:default=1

@@ -129,6 +129,43 @@ type VerificationCluster struct {
 	Namespace string `json:"namespace,omitempty"`
 }
 
+// VerificationServiceAccount is the ServiceAccount verification Jobs' pods run as. A Job
+// template is a pod spec written by a tenant: it runs as this account of its own namespace,
+// never as one it names (which could be the controller's own where they share a namespace).
+type VerificationServiceAccount struct {
+	// Name of a ServiceAccount of the stream's namespace; default "default".
+	// +kubebuilder:default=default
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-.a-z0-9]*[a-z0-9])?$')",message="name must be a ServiceAccount's name (a DNS subdomain)"
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// MountToken mounts the account's API token in the pods (automountServiceAccountToken,
+	// or a projected serviceAccountToken volume); default false: verification pods get no
+	// credentials for the API server unless the stream asks for them.
+	// +optional
+	MountToken bool `json:"mountToken,omitempty"`
+}
+
+// DefaultVerificationServiceAccount is the account verification pods run as when a stream
+// names none.
+const DefaultVerificationServiceAccount = "default"
+
+// AccountName is the ServiceAccount's name; DefaultVerificationServiceAccount when a is nil or
+// names none.
+func (a *VerificationServiceAccount) AccountName() string {
+	if a == nil || a.Name == "" {
+		return DefaultVerificationServiceAccount
+	}
+	return a.Name
+}
+
+// MountsToken reports whether the pods get the account's API token; false when a is nil.
+func (a *VerificationServiceAccount) MountsToken() bool {
+	return a != nil && a.MountToken
+}
+
 // Aggregation runs a verification several times; it succeeds when enough runs pass.
 type Aggregation struct {
 	// Runs is how many runs are launched.

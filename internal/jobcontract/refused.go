@@ -19,6 +19,9 @@ import (
 // The same holds for a run whose job templates cannot be read any more (the ConfigMap a
 // payload names is gone or holds other content): CauseTemplatesUnusable.
 
+// And for a run the tenancy rules refuse (a Job template that reaches past its pod, a ProwJob
+// bound for a namespace not allowed): CauseForbidden.
+
 // RefusedRun is one refused run.
 type RefusedRun struct {
 	Verification string           `json:"verification"`
@@ -26,7 +29,8 @@ type RefusedRun struct {
 	Kind         v1alpha1.RunKind `json:"kind"`
 	Message      string           `json:"message"`
 	At           metav1.Time      `json:"at"`
-	// Cause is why the run was never created: CauseRefused (empty) or CauseTemplatesUnusable.
+	// Cause is why the run was never created: CauseRefused (empty), CauseTemplatesUnusable or
+	// CauseForbidden.
 	Cause string `json:"cause,omitempty"`
 }
 
@@ -36,12 +40,17 @@ const (
 	CauseRefused = ""
 	// CauseTemplatesUnusable: the payload's job templates could not be read.
 	CauseTemplatesUnusable = "TemplatesUnusable"
+	// CauseForbidden: the tenancy rules refused the run's object before it was created.
+	CauseForbidden = "Forbidden"
 )
 
 // RunMessage is the message of the failed run r stands for.
 func (r RefusedRun) RunMessage() string {
-	if r.Cause == CauseTemplatesUnusable {
+	switch r.Cause {
+	case CauseTemplatesUnusable:
 		return "the run's job template could not be read: " + r.Message
+	case CauseForbidden:
+		return "the run was not created: " + r.Message
 	}
 	return "the API server refused the run's object: " + r.Message
 }

@@ -41,3 +41,15 @@ func TestRefusedRuns(t *testing.T) {
 		t.Error("a broken annotation reads as refused runs")
 	}
 }
+
+func TestRefusedRunMessage(t *testing.T) {
+	for cause, want := range map[string]string{
+		CauseRefused:           "the API server refused the run's object: why",
+		CauseTemplatesUnusable: "the run's job template could not be read: why",
+		CauseForbidden:         "the run was not created: why",
+	} {
+		if got := (RefusedRun{Message: "why", Cause: cause}).RunMessage(); got != want {
+			t.Errorf("cause %q: %q, want %q", cause, got, want)
+		}
+	}
+}

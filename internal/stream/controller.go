@@ -78,6 +78,9 @@ type Reconciler struct {
 	RegistryAuthSecret string
 	// WatchProwJobs is set when the cluster serves ProwJobs.
 	WatchProwJobs bool
+	// ProwJobNamespaces are the namespaces, besides a payload's own, where its verifications
+	// may create ProwJobs (--prowjob-namespace); a ProwJob bound elsewhere is a failed run.
+	ProwJobNamespaces []string
 	// Events records the Events of streams and payloads; nil: the manager's recorder.
 	Events events.EventRecorder
 

@@ -14,7 +14,8 @@ import (
 )
 
 // NewPayload is the payload of stream for tag, pinning components and copying the stream's
-// verification list, so later edits of the stream do not change it. With templates, the
+// verification list and the account its Jobs run as, so later edits of the stream do not
+// change them. With templates, the
 // verifications' job templates are in that ConfigMap (see VerificationTemplates) and the
 // payload lists the verifications without them; nil: inline.
 func NewPayload(stream *v1alpha1.ReleaseStream, tag, hash string, components []v1alpha1.PinnedComponent, templates *v1alpha1.VerificationTemplates) *v1alpha1.ReleasePayload {
@@ -43,8 +44,9 @@ func NewPayload(stream *v1alpha1.ReleaseStream, tag, hash string, components []v
 				Cluster:          stream.Spec.CreationCluster.DeepCopy(),
 			},
 			PayloadVerificationConfig: v1alpha1.PayloadVerificationConfig{
-				Verifications: verifications,
-				TemplatesFrom: templates.DeepCopy(),
+				Verifications:  verifications,
+				TemplatesFrom:  templates.DeepCopy(),
+				ServiceAccount: stream.Spec.VerificationServiceAccount.DeepCopy(),
 			},
 		},
 	}

@@ -4,6 +4,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -82,7 +83,12 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 		}
 		l.Verification = templates[l.Verification.Name]
 		created, err := s.launch(ctx, p, l)
+		var refusal *verify.Refusal
 		switch {
+		case errors.As(err, &refusal):
+			// The tenancy rules refuse the template or the ProwJob's namespace: nothing was
+			// created, and the run failed naming the fields and rules.
+			s.recordRefusal(ctx, p, l, name, jobcontract.CauseForbidden, err)
 		case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
 			// The template itself is wrong: trying again gives the same answer. The run
 			// failed, with the API server's message, and counts against the retries.
@@ -114,8 +120,12 @@ func (s *streamSync) recordRefusal(ctx context.Context, p *v1alpha1.ReleasePaylo
 		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "recording the refused run "+name+" of "+p.Name, err)
 		return
 	}
-	if cause == jobcontract.CauseTemplatesUnusable {
+	switch cause {
+	case jobcontract.CauseTemplatesUnusable:
 		s.r.report.Warningf(ctx, p, nil, v1alpha1.EventVerificationFailed, "Verify", "%s was not created: %v", name, refusal)
+		return
+	case jobcontract.CauseForbidden:
+		s.r.report.Warningf(ctx, p, nil, v1alpha1.EventVerificationFailed, "Verify", "%s %s was not created: %v", kind, name, refusal)
 		return
 	}
 	s.r.report.Warningf(ctx, p, nil, v1alpha1.EventVerificationFailed, "Verify", "the API server refused %s %s: %v", kind, name, refusal)
@@ -170,6 +180,9 @@ func (s *streamSync) launch(ctx context.Context, p *v1alpha1.ReleasePayload, l v
 	if l.Verification.ProwJob != nil {
 		if !s.r.WatchProwJobs {
 			return false, fmt.Errorf("verification %s uses a ProwJob, but this cluster does not serve prow.k8s.io/v1 ProwJobs", l.Verification.Name)
+		}
+		if err := verify.CheckProwJobNamespace(p, &l.Verification, s.r.ProwJobNamespaces); err != nil {
+			return false, err
 		}
 		pj, err := verify.NewProwJob(p, l)
 		if err != nil {

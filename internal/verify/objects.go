@@ -101,10 +101,15 @@ func hasEnv(env []corev1.EnvVar, name string) bool {
 	return false
 }
 
-// NewJob builds the batch/v1 Job of a run, in the payload's namespace.
+// NewJob builds the batch/v1 Job of a run, in the payload's namespace, running as the
+// payload's verification account. A template the tenancy rules refuse (CheckJobTemplate) is
+// a *Refusal.
 func NewJob(p *v1alpha1.ReleasePayload, l Launch) (*batchv1.Job, error) {
 	if l.Verification.Job == nil {
 		return nil, fmt.Errorf("verification %s has no job backend", l.Verification.Name)
+	}
+	if err := CheckJobTemplate(p, &l.Verification); err != nil {
+		return nil, err
 	}
 	template := l.Verification.Job.Template.DeepCopy()
 	job := &batchv1.Job{
@@ -114,6 +119,7 @@ func NewJob(p *v1alpha1.ReleasePayload, l Launch) (*batchv1.Job, error) {
 	if job.Spec.Template.Spec.RestartPolicy == "" {
 		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}
+	asAccount(&job.Spec.Template.Spec, p.Spec.PayloadVerificationConfig.ServiceAccount)
 	withEnv(&job.Spec.Template.Spec, Env(p, l))
 	onPlatform(&job.Spec.Template.Spec, l.Verification.Platform())
 	return job, nil
