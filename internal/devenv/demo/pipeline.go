@@ -162,14 +162,15 @@ const PipelineAccount = "default"
 const PipelineRole = "pipeline"
 
 // grantPipelineAccount gives the demo pipeline's account what the pipeline does as it: apply
-// the dev app (the only local target) and read the remote cluster's kubeconfig Secret. The
-// controller acts as the account, so without these the promotion to dev is forbidden.
+// the dev app (the only local target), read the remote cluster's kubeconfig Secret and (for
+// the API server's approval route) prod's approval key. The controller and the API server act
+// as the account, so without these the promotion to dev and prod's approval are forbidden.
 func grantPipelineAccount(ctx context.Context, c client.Client, opts Options) error {
 	ns := opts.namespace()
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: PipelineAccount}}
 	grants := map[string]rbacv1.PolicyRule{
 		opts.EnvironmentNamespace("dev"): {APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{AppName}, Verbs: []string{"get", "patch"}},
-		ns:                               {APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{RemoteClusterSecret}, Verbs: []string{"get"}},
+		ns:                               {APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{RemoteClusterSecret, ApprovalSecret}, Verbs: []string{"get"}},
 	}
 	for namespace, rule := range grants {
 		for _, obj := range []client.Object{

@@ -68,8 +68,8 @@ func TestSetupPipelineIsIdempotent(t *testing.T) {
 
 // The account the controller acts as for the demo pipeline (its namespace's default, the
 // controller's --default-service-account) may apply the dev app and read the remote cluster's
-// kubeconfig, and nothing the pipeline does not need: not staging's app (the remote
-// cluster's account applies it), not the approval key.
+// kubeconfig, the API server reads prod's approval key as it, and nothing the pipeline does
+// not need: not staging's app (the remote cluster's account applies it), no other Secret.
 func TestPipelineAccountGrants(t *testing.T) {
 	ctx := context.Background()
 	opts := options(t)
@@ -94,8 +94,11 @@ func TestPipelineAccountGrants(t *testing.T) {
 	if err := tenant.Patch(ctx, d, client.MergeFrom(d.DeepCopy()), client.DryRunAll); !apierrors.IsForbidden(err) {
 		t.Errorf("patching the staging app as the pipeline's account: %v, want forbidden", err)
 	}
-	if err := tenant.Get(ctx, types.NamespacedName{Namespace: opts.namespace(), Name: ApprovalSecret}, &s); !apierrors.IsForbidden(err) {
-		t.Errorf("reading the approval key as the pipeline's account: %v, want forbidden", err)
+	if err := tenant.Get(ctx, types.NamespacedName{Namespace: opts.namespace(), Name: ApprovalSecret}, &s); err != nil {
+		t.Errorf("reading the approval key as the pipeline's account (the approval route does): %v", err)
+	}
+	if err := tenant.Get(ctx, types.NamespacedName{Namespace: opts.namespace(), Name: "other"}, &s); !apierrors.IsForbidden(err) {
+		t.Errorf("reading another Secret as the pipeline's account: %v, want forbidden", err)
 	}
 }
 
