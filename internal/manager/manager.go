@@ -302,7 +302,7 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	streams := &stream.Reconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Jobs: jobs, Clusters: remote, Registry: opts.Registry, WatchProwJobs: prowJobs,
 		ProwJobNamespaces: opts.ProwJobNamespaces,
-		ImportInterval: opts.ImportInterval, RetryBackoff: opts.RetryBackoff,
+		ImportInterval:    opts.ImportInterval, RetryBackoff: opts.RetryBackoff,
 		BuildImage: opts.BuildImage, BuildServiceAccount: opts.BuildServiceAccount, RegistryAuthSecret: opts.RegistryAuthSecret,
 	}
 	if err := streams.SetupWithManager(ctx, mgr); err != nil {
