@@ -42,6 +42,7 @@ func TestValidPipelinesAreAdmittedWithDefaults(t *testing.T) {
 	ctx := context.Background()
 	p := validPipeline(ns)
 	p.Spec.Promotion = &v1alpha1.Promotion{}
+	p.Spec.ServiceAccountName = "promoter"
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatalf("creating a valid pipeline: %v", err)
 	}
@@ -190,6 +191,8 @@ func TestInvalidPipelinesAreRejected(t *testing.T) {
 				p.Spec.Environments = append(p.Spec.Environments, v1alpha1.Environment{Name: fmt.Sprintf("e%d", i), Targets: p.Spec.Environments[0].Targets})
 			}
 		}, "Too many"},
+		{"serviceAccountName not a ServiceAccount name", func(p *v1alpha1.Pipeline) { p.Spec.ServiceAccountName = "system:serviceaccount:other:admin" },
+			"serviceAccountName must be a ServiceAccount name"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
