@@ -143,14 +143,14 @@ func Check(annotations map[string]string, target string) error {
 	if err != nil {
 		return fmt.Errorf("the URL %q is refused: %v", target, err)
 	}
-	if t.scheme == "http" && annotations[v1alpha1.AnnotationAllowInsecureHTTP] != "true" {
-		return fmt.Errorf("the URL %q is plain http: the Secret goes over https only, unless it has the annotation %s: \"true\"",
-			target, v1alpha1.AnnotationAllowInsecureHTTP)
-	}
 	prefixes := Prefixes(annotations[v1alpha1.AnnotationAllowedURLs])
 	if len(prefixes) == 0 {
 		return fmt.Errorf("the Secret has no annotation %s, so it is sent nowhere: add it, listing the URL prefixes it may be sent to (e.g. %s)",
 			v1alpha1.AnnotationAllowedURLs, t.origin())
+	}
+	if t.scheme == "http" && annotations[v1alpha1.AnnotationAllowInsecureHTTP] != "true" {
+		return fmt.Errorf("the URL %q is plain http: the Secret goes over https only, unless it has the annotation %s: \"true\"",
+			target, v1alpha1.AnnotationAllowInsecureHTTP)
 	}
 	for _, raw := range prefixes {
 		p, err := parse(raw)

@@ -43,6 +43,7 @@ func TestCheck(t *testing.T) {
 
 		{"no annotation", nil, "https://jira.example.com", "has no annotation release-controller.dev/allowed-urls, so it is sent nowhere: add it, listing the URL prefixes it may be sent to (e.g. https://jira.example.com)"},
 		{"empty annotation", allowed(" ,\n "), "https://jira.example.com", "has no annotation"},
+		{"no annotation, plain http", nil, "http://jira.example.com", "has no annotation release-controller.dev/allowed-urls, so it is sent nowhere: add it, listing the URL prefixes it may be sent to (e.g. http://jira.example.com)"},
 		{"another host with the name as prefix", jira, "https://jira.example.com.evil.com/", "under none of the prefixes"},
 		{"userinfo naming the host", jira, "https://jira.example.com@evil.com/", "user name or password"},
 		{"userinfo on the right host", jira, "https://user:pw@jira.example.com/", "user name or password"},
