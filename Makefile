@@ -197,11 +197,13 @@ space := $(empty) $(empty)
 # $(call rbac,COMPONENT) runs controller-gen on the component's packages.
 rbac = $(CONTROLLER_GEN) rbac:roleName=release-controller-$(1) paths="$(subst $(space),;,$(strip $(RBAC_$(1)_PACKAGES)))" output:rbac:artifacts:config=config/rbac/$(1)
 
+# config/crd/policies also holds admission policies written by hand: generate removes only
+# the one it writes.
 .PHONY: generate
 generate: $(CONTROLLER_GEN) $(PROTO_TOOLS) ## Generate deepcopy code, CRDs, RBAC, the Helm chart's copies of them and the Connect API's Go code.
 	@echo "==> controller-gen $(CONTROLLER_GEN_VERSION): deepcopy, CRDs, RBAC"
 	$(CONTROLLER_GEN) object paths=./api/...
-	rm -rf config/crd/bases config/crd/test config/crd/policies $(foreach c,$(RBAC_COMPONENTS),config/rbac/$(c)/role.yaml)
+	rm -rf config/crd/bases config/crd/test config/crd/policies/release-controller.dev_releasepayloads-policy.yaml $(foreach c,$(RBAC_COMPONENTS),config/rbac/$(c)/role.yaml)
 	$(CONTROLLER_GEN) crd:allowDangerousTypes=true paths=./api/v1alpha1/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/prow/... output:crd:artifacts:config=config/crd/test
 	@echo "==> ReleasePayload: the spec's CEL rules into a ValidatingAdmissionPolicy, off the status writes (hack/admissiongen)"

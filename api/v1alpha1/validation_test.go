@@ -153,6 +153,9 @@ func TestSamplesAreValid(t *testing.T) {
 			t.Fatalf("%s: %v", file, err)
 		}
 		obj.SetNamespace(ns)
+		if l, ok := obj.(*v1alpha1.ReleaseLog); ok {
+			moveToToday(l) // its day is long past; the date is what the sample tells to change
+		}
 		if err := env.Client.Create(context.Background(), obj); err != nil {
 			t.Errorf("%s is not admitted: %v", file, err)
 		}
