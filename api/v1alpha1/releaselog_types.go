@@ -66,6 +66,14 @@ type ReleaseLogEntry struct {
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && (self.startsWith('/') ? !self.startsWith('//') : url(self).getScheme() in ['http', 'https'] && url(self).getHost() != '')",message="link must be an http(s) URL (https://host/...) or an absolute path (/...)"
 	// +optional
 	Link string `json:"link,omitempty"`
+
+	// Seal marks an entry written through the release controller (its own entries, and those
+	// added with AddRelease): an HMAC-SHA256 (16 bytes of it, base64url), keyed by the release
+	// log key, of the namespace, the day and the rest of the entry. Readers show an entry whose seal is missing or wrong as
+	// written directly, its author unverified. Nobody sets it by hand.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Seal string `json:"seal,omitempty"`
 }
 
 // ReleaseLogSpec holds one day's events.
@@ -87,7 +95,7 @@ type ReleaseLogStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Valid says whether the object's name names a UTC day.
+	// Conditions: Valid says whether the object's name names a UTC day that has begun.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -105,6 +113,8 @@ const (
 const (
 	ReasonValidDay   = "ValidDay"
 	ReasonInvalidDay = "InvalidDay"
+	// ReasonFutureDay: the day has not begun; readers do not show it before it does.
+	ReasonFutureDay = "FutureDay"
 )
 
 // ReleaseLog is one UTC day of release events, named release-YYYY-MM-DD. The controller

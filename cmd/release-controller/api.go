@@ -34,6 +34,7 @@ func newAPICommand() *cobra.Command {
 		metricsAuth  bool
 		authCache    kubeauth.Options
 		sigStore     string
+		logKey       string
 		defaultSA    string
 	)
 	cmd := &cobra.Command{
@@ -42,9 +43,11 @@ func newAPICommand() *cobra.Command {
 		Long: `Serve the release pages (/, /releasestream/..., /releasetag/..., /changelog), the
 OpenShift-compatible REST API (/api/v1/..., /graph), the release log's page (/releases) and
 Connect API (Connect, gRPC and gRPC-Web at the root) and MCP at /mcp, reading from informer
-caches. Writes to the log need a bearer token that Kubernetes RBAC allows to create releaselogs;
-the token's user is the entry's author. With --tls-cert-file and --tls-key-file it serves
-HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resource URL /metrics.`,
+caches. Writes to the log need a bearer token that Kubernetes RBAC allows to create
+releaselogs/entries; the token's user is the entry's author, and the entry is sealed with the
+release log key (--release-log-key-secret) so that readers can tell it from one written
+directly. With --tls-cert-file and --tls-key-file it serves HTTPS; with --metrics-auth,
+/metrics needs a token allowed to get the non-resource URL /metrics.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
@@ -60,6 +63,9 @@ HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resour
 			logOpts = logOpts.WithDefaults("")
 			cfg, err := kube.Config()
 			if err != nil {
+				return err
+			}
+			if logOpts.SealKey, err = releaseLogKey(cmd.Context(), cfg, logKey); err != nil {
 				return err
 			}
 			mgr, err := manager.New(cfg, manager.Options{MetricsAddr: "0", ProbeAddr: "0", ReleaseLog: logOpts})
@@ -102,6 +108,7 @@ HTTPS; with --metrics-auth, /metrics needs a token allowed to get the non-resour
 	f.StringVar(&logOpts.Namespace, "log-namespace", releaselog.DefaultNamespace, "namespace of the ReleaseLog objects")
 	f.DurationVar(&logOpts.TTL, "log-ttl", releaselog.DefaultTTL, "how long release log days are kept")
 	f.IntVar(&logOpts.MaxEntriesPerDay, "log-max-entries", releaselog.DefaultMaxEntriesPerDay, "most entries a release log day holds (at most 10000); AddRelease beyond it fails with FailedPrecondition")
+	addLogKeyFlag(f, &logKey)
 	f.StringSliceVar(&types, "log-type", nil, "an allowed entry type and its colour, NAME=COLOR (repeatable); default: release, rejected, promotion, hotfix")
 	clFlags.addFlags(f, userCacheDir())
 	f.StringVar(&artifactsURL, "artifacts-url", "", "base URL of the payloads' downloads (a payload's download link is <url>/<tag>); empty: no download links")

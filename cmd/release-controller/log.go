@@ -80,7 +80,7 @@ func newLogAddCommand() *cobra.Command {
 	var date string
 	cmd := &cobra.Command{
 		Use:   "add --type TYPE --version VERSION [--message TEXT]",
-		Short: "Add an entry to the release log (needs a token RBAC allows to create releaselogs)",
+		Short: "Add an entry to the release log (needs a token RBAC allows to create releaselogs/entries)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if date != "" {

@@ -25,7 +25,12 @@ import (
 // returns its URL.
 func startAPI(t *testing.T, namespace string) string {
 	t.Helper()
-	logOpts := releaselog.Options{Namespace: namespace, Types: releaselog.DefaultTypes(), Store: releaselog.NewStore()}.WithDefaults("")
+	// The release log key, as --release-log-key-secret finds (and first makes) it.
+	key, err := releaseLogKey(context.Background(), env.Config, namespace+"/"+releaselog.DefaultKeySecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logOpts := releaselog.Options{Namespace: namespace, Types: releaselog.DefaultTypes(), Store: releaselog.NewStore(), SealKey: key}.WithDefaults("")
 	mgr, err := manager.New(env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", ReleaseLog: logOpts, SkipControllerNameValidation: true})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +54,8 @@ func startAPI(t *testing.T, namespace string) string {
 	return "http://" + l.Addr().String()
 }
 
-// writerToken makes a service account RBAC allows to create releaselogs and returns a token.
+// writerToken makes a service account RBAC allows to add entries (create releaselogs/entries)
+// and returns a token.
 func writerToken(t *testing.T, namespace string) string {
 	t.Helper()
 	ctx := context.Background()
@@ -58,7 +64,7 @@ func writerToken(t *testing.T, namespace string) string {
 		t.Fatal(err)
 	}
 	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "writer"}, Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{"release-controller.dev"}, Resources: []string{"releaselogs"}, Verbs: []string{"create", "get", "update", "patch"},
+		APIGroups: []string{"release-controller.dev"}, Resources: []string{"releaselogs/entries"}, Verbs: []string{"create"},
 	}}}
 	if _, err := cs.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -32,12 +32,14 @@ func logWriterToken(ctx context.Context, cfg *rest.Config, namespace string) (st
 	if err != nil {
 		return "", err
 	}
+	// AddRelease asks for create on releaselogs/entries, a permission of its own: the
+	// account cannot write ReleaseLog objects directly.
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: LogWriterAccount},
 		Rules: []rbacv1.PolicyRule{{
 			APIGroups: []string{v1alpha1.GroupVersion.Group},
-			Resources: []string{"releaselogs"},
-			Verbs:     []string{"create", "get", "update", "patch"},
+			Resources: []string{"releaselogs/entries"},
+			Verbs:     []string{"create"},
 		}},
 	}
 	binding := &rbacv1.RoleBinding{
@@ -49,7 +51,12 @@ func logWriterToken(ctx context.Context, cfg *rest.Config, namespace string) (st
 	if _, err := cs.CoreV1().ServiceAccounts(namespace).Create(ctx, account, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return "", fmt.Errorf("creating the service account %s: %w", LogWriterAccount, err)
 	}
-	if _, err := cs.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	_, err = cs.RbacV1().Roles(namespace).Create(ctx, role, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// A data directory of an earlier version holds the Role with other rules.
+		_, err = cs.RbacV1().Roles(namespace).Update(ctx, role, metav1.UpdateOptions{})
+	}
+	if err != nil {
 		return "", fmt.Errorf("creating the role %s: %w", LogWriterAccount, err)
 	}
 	if _, err := cs.RbacV1().RoleBindings(namespace).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {

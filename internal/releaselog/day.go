@@ -96,3 +96,23 @@ func CheckDate(date, now time.Time, ttl, skew time.Duration) error {
 	}
 	return nil
 }
+
+// ErrDayNotBegun: a day's object exists before the day began (it was written directly, or
+// before the admission policy refused such days). Readers do not show it until it begins.
+var ErrDayNotBegun = errors.New("the day has not begun")
+
+// CheckBegun accepts a day starting at start once it has begun at now, with skew allowed for
+// clocks that run ahead: the rule of the writer (CheckDate) and of the admission policy.
+func CheckBegun(start, now time.Time, skew time.Duration) error {
+	if start.After(now.Add(skew)) {
+		return fmt.Errorf("%w: %s starts at %s, more than %s after now (%s); readers show it from then on", ErrDayNotBegun,
+			DayOf(start), start.UTC().Format(time.RFC3339), skew, now.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+// UntilBegun is how long the controller waits before it looks at a day that has not begun
+// again: until it begins, or ResyncInterval when that is sooner.
+func UntilBegun(start, now time.Time, skew time.Duration) time.Duration {
+	return min(start.Add(-skew).Sub(now), ResyncInterval)
+}

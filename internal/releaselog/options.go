@@ -23,16 +23,17 @@ const (
 	// clocks run a little ahead.
 	DefaultFutureSkew = 5 * time.Minute
 	// DefaultMaxEntriesPerDay is how many entries a day holds by default. A verdict's entry
-	// is about 350 bytes of JSON, so a full day of them is about 1.2 MB: inside
-	// DefaultMaxDayBytes, and 1,000 entries short of the ~4,500 at which the object would reach
+	// is about 395 bytes of JSON with its seal, so a full day of them is about 1.38 MB: inside
+	// DefaultMaxDayBytes, and 500 entries short of the ~4,000 at which the object would reach
 	// etcd's 1.5 MiB request limit. A day whose entries carry long messages (up to 1,024
-	// characters, about 1.35 KB an entry) reaches DefaultMaxDayBytes first, near 1,000 entries.
+	// characters, about 1.4 KB an entry) reaches DefaultMaxDayBytes first, near 1,000 entries.
 	DefaultMaxEntriesPerDay = 3500
-	// DefaultMaxDayBytes bounds the serialized size of a day's object: 1.25 MiB, a quarter of a
-	// MiB below etcd's default request limit (1.5 MiB), for what the writer's estimate leaves
-	// out (the managedFields the API server adds and the cache drops) and for the request
-	// around the object.
-	DefaultMaxDayBytes = 1280 * 1024
+	// DefaultMaxDayBytes bounds the serialized size of a day's object: 1.375 MiB, 128 KiB
+	// below etcd's default request limit (1.5 MiB), for what the writer's estimate leaves out
+	// (the managedFields the API server adds and the cache drops, a few hundred bytes) and for
+	// the request around the object. (It was 1.25 MiB before entries carried a seal, 32 bytes
+	// an entry.)
+	DefaultMaxDayBytes = 1408 * 1024
 )
 
 // Options configure the release log.
@@ -60,6 +61,10 @@ type Options struct {
 	// Store receives the projection of the log. Set it to read the log (the API server's
 	// handlers do); nil gives the controllers a store of their own.
 	Store *Store
+	// SealKey is the release log key (EnsureKey): writers seal their entries with it, and
+	// readers show an entry as verified only when its seal checks out. Without it nothing is
+	// sealed and every entry shows as written directly.
+	SealKey []byte
 }
 
 // WithDefaults fills the unset options; managerNamespace is the namespace the manager is

@@ -88,6 +88,8 @@ type Writer struct {
 	allowed   []string
 	limits    dayLimits
 	clock     clock.PassiveClock
+	// key seals every entry written.
+	key []byte
 
 	mu sync.Mutex
 	// queues holds, per day, the requests waiting for a write; a day is in the map exactly
@@ -130,7 +132,7 @@ func NewWriter(c client.Client, live client.Reader, opts Options) *Writer {
 	w := &Writer{
 		client: c, live: live, namespace: opts.Namespace, ttl: opts.TTL, skew: opts.FutureSkew, clock: opts.Clock,
 		limits: dayLimits{maxEntries: opts.MaxEntriesPerDay, maxBytes: opts.MaxDayBytes},
-		queues: map[string][]*request{},
+		queues: map[string][]*request{}, key: opts.SealKey,
 	}
 	for _, t := range opts.Types {
 		w.allowed = append(w.allowed, t.Name)
@@ -170,6 +172,9 @@ func (w *Writer) add(ctx context.Context, e Entry) (day string, added bool, err 
 	}
 	day = DayOf(e.Date)
 	entry := e.toAPI()
+	// The writer's callers set the author (the controller, or AddRelease the authenticated
+	// caller): the seal vouches for it.
+	entry.Seal = Seal(w.key, w.namespace, day, entry)
 	r := &request{ctx: ctx, entry: entry, bytes: entrySize(&entry), done: make(chan result, 1)}
 	w.enqueue(ctx, day, r)
 	select {

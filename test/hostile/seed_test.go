@@ -201,14 +201,14 @@ func createWaitingPipeline(ctx context.Context, c client.Client, namespace, name
 	return nil
 }
 
-// logWriterToken creates a ServiceAccount that RBAC allows to create releaselogs in the log's
-// namespace (what AddRelease asks) and returns a token of it.
+// logWriterToken creates a ServiceAccount that RBAC allows to create releaselogs/entries in the
+// log's namespace (what AddRelease asks) and returns a token of it.
 func logWriterToken(ctx context.Context, e *testenv.Env, namespace string) (string, error) {
 	const name = "log-writer"
 	objects := []client.Object{
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-			Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"releaselogs"}, Verbs: []string{"create"}}}},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"releaselogs/entries"}, Verbs: []string{"create"}}}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: namespace, Name: name}}},

@@ -31,6 +31,8 @@ import (
 type Reconciler struct {
 	client.Client
 	TTL time.Duration
+	// FutureSkew is how far ahead of the clock a day may begin and count as begun.
+	FutureSkew time.Duration
 	// Clock tells the log's dates (expiry); the spacing of status writes is about the API
 	// server's load and counts in real time (written's clock).
 	Clock clock.PassiveClock
@@ -67,6 +69,10 @@ func statusWait(last, now time.Time, interval time.Duration) time.Duration {
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs,verbs=list;watch;delete
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releaselogs/status,verbs=patch
 
+// The release log key (releaselog.EnsureKey, --release-log-key-secret) is a Secret of the
+// controller's own namespace, read at start and made there when missing.
+// +kubebuilder:rbac:groups="",namespace=release-controller-system,resources=secrets,verbs=get;create
+
 // conflictRetryDelay is how soon a day whose status write met a newer version is reconciled again.
 const conflictRetryDelay = 100 * time.Millisecond
 
@@ -96,7 +102,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, nil
 	}
-	status := DesiredStatus(&l, nameErr, now)
+	dayErr := nameErr
+	if nameErr == nil {
+		// A day that has not begun was written directly (admission refuses it since the
+		// release log's policy): it is reported, and shown once it begins.
+		dayErr = releaselog.CheckBegun(start, now, r.FutureSkew)
+	}
+	status := DesiredStatus(&l, dayErr, now)
 	if !equality.Semantic.DeepEqual(status, l.Status) {
 		if wait := statusWait(r.written.Last(req.NamespacedName), r.written.Now(), statusSpacing(&l)); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
@@ -119,6 +131,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if nameErr != nil {
 		return ctrl.Result{}, nil //nolint:nilerr // the status says the name is no day; nothing expires
 	}
+	if dayErr != nil {
+		return ctrl.Result{RequeueAfter: releaselog.UntilBegun(start, now, r.FutureSkew)}, nil
+	}
 	return ctrl.Result{RequeueAfter: releaselog.RequeueAfter(start, now, r.TTL)}, nil
 }
 
@@ -128,7 +143,10 @@ type projector struct {
 	client.Reader
 	store *releaselog.Store
 	ttl   time.Duration
+	skew  time.Duration
 	clock clock.PassiveClock
+	// key checks the entries' seals.
+	key []byte
 }
 
 // Reconcile puts the day's entries into the store, or removes the day once its object is gone
@@ -151,11 +169,13 @@ func (p *projector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		p.store.Delete(day)
 		return ctrl.Result{}, nil
 	}
-	entries := make([]releaselog.Entry, len(l.Spec.Entries))
-	for i := range l.Spec.Entries {
-		entries[i] = releaselog.EntryFromAPI(&l.Spec.Entries[i])
+	if releaselog.CheckBegun(start, now, p.skew) != nil {
+		// A day that has not begun (written directly) is not shown before it begins: it
+		// would be the newest day, the one readers open first.
+		p.store.Delete(day)
+		return ctrl.Result{RequeueAfter: releaselog.UntilBegun(start, now, p.skew)}, nil
 	}
-	p.store.Set(day, entries)
+	p.store.Set(day, releaselog.EntriesOf(&l, day, p.key))
 	// Readers stop seeing the day at its expiry even where no leader deletes it.
 	return ctrl.Result{RequeueAfter: releaselog.RequeueAfter(start, now, p.ttl)}, nil
 }
@@ -176,7 +196,7 @@ func SetupWithManager(mgr ctrl.Manager, opts releaselog.Options) error {
 	if err := SetupStoreWithManager(mgr, opts); err != nil {
 		return err
 	}
-	days := &Reconciler{Client: mgr.GetClient(), TTL: opts.TTL, Clock: opts.Clock}
+	days := &Reconciler{Client: mgr.GetClient(), TTL: opts.TTL, FutureSkew: opts.FutureSkew, Clock: opts.Clock}
 	// A busy day's count may wait statusAppends spacings of a megabyte's write; long after
 	// that, the spacing no longer matters.
 	days.written.Keep = time.Minute
@@ -207,7 +227,7 @@ func SetupStoreWithManager(mgr ctrl.Manager, opts releaselog.Options) error {
 	if opts.Store == nil {
 		return fmt.Errorf("the release log projection needs a store")
 	}
-	p := &projector{Reader: mgr.GetClient(), store: opts.Store, ttl: opts.TTL, clock: opts.Clock}
+	p := &projector{Reader: mgr.GetClient(), store: opts.Store, ttl: opts.TTL, skew: opts.FutureSkew, clock: opts.Clock, key: opts.SealKey}
 	// Status updates do not change the generation and hold nothing for readers.
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("releaselog-store").

@@ -1,6 +1,7 @@
 package logcontroller
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,8 +14,9 @@ import (
 )
 
 // DesiredStatus is the status a ReleaseLog should have: its entries counted at its current
-// generation, and the Valid condition saying whether its name parsed as a day (nameErr is the
-// parse error, nil when it did). now stamps a condition that changes.
+// generation, and the Valid condition saying whether its name parsed as a day that has begun
+// (nameErr is the parse error or releaselog.CheckBegun's, nil when neither failed). now stamps
+// a condition that changes.
 func DesiredStatus(l *v1alpha1.ReleaseLog, nameErr error, now time.Time) v1alpha1.ReleaseLogStatus {
 	status := *l.Status.DeepCopy()
 	status.EntryCount = int32(len(l.Spec.Entries))
@@ -24,7 +26,11 @@ func DesiredStatus(l *v1alpha1.ReleaseLog, nameErr error, now time.Time) v1alpha
 		Message: fmt.Sprintf("holds the entries of %s (UTC)", strings.TrimPrefix(l.Name, releaselog.NamePrefix)), ObservedGeneration: l.Generation,
 		LastTransitionTime: metav1.NewTime(now),
 	}
-	if nameErr != nil {
+	switch {
+	case errors.Is(nameErr, releaselog.ErrDayNotBegun):
+		valid.Status, valid.Reason = metav1.ConditionFalse, v1alpha1.ReasonFutureDay
+		valid.Message = "metadata.name: " + nameErr.Error()
+	case nameErr != nil:
 		valid.Status, valid.Reason = metav1.ConditionFalse, v1alpha1.ReasonInvalidDay
 		valid.Message = nameErr.Error() + "; the object is neither shown nor expired: recreate it under a valid name"
 	}

@@ -53,7 +53,10 @@ type Release struct {
 	Type    string `json:"type" jsonschema:"the kind of event, e.g. release, rejected, promotion, hotfix"`
 	Version string `json:"version" jsonschema:"the version the event is about"`
 	Origin  string `json:"origin,omitempty" jsonschema:"the system that recorded the event"`
-	Author  string `json:"author,omitempty" jsonschema:"who wrote the entry: the authenticated writer"`
+	Author  string `json:"author,omitempty" jsonschema:"who wrote the entry: the authenticated writer; 'unverified: NAME' for an entry written directly into the ReleaseLog object, whose author is only claimed"`
+	// Verified says the entry was written through the release controller (its own entries
+	// and AddRelease's); false for one written directly into the ReleaseLog object.
+	Verified bool `json:"verified" jsonschema:"true when the release controller wrote the entry (its own, or added through its API by the author named); false when it was written directly into the ReleaseLog object and its author is unverified"`
 	// ReportedAuthor is who the writer said the entry is for; not verified.
 	ReportedAuthor string `json:"reportedAuthor,omitempty" jsonschema:"who the writer said it wrote the entry for (e.g. the person a CI system acted for); not verified"`
 	Message        string `json:"message,omitempty"`
@@ -222,7 +225,7 @@ func (t tools) listReleases(_ context.Context, _ *sdk.CallToolRequest, in ListRe
 	for i, e := range page {
 		out.Releases[i] = Release{
 			Time: e.Date.UTC().Format(time.RFC3339), Type: e.Type, Version: e.Version, Origin: e.Origin,
-			Author: e.Author, ReportedAuthor: e.ReportedAuthor, Message: e.Message, Link: e.Link,
+			Author: e.ShownAuthor(), Verified: e.Verified, ReportedAuthor: e.ReportedAuthor, Message: e.Message, Link: e.Link,
 		}
 	}
 	return text(releasesText(out)), out, nil
@@ -244,6 +247,9 @@ func releasesText(out ListReleasesOutput) string {
 		fmt.Fprintf(&b, "- %s %s %s", r.Time, r.Type, r.Version)
 		if r.Author != "" {
 			fmt.Fprintf(&b, " by %s", r.Author)
+		}
+		if !r.Verified {
+			b.WriteString(" (written directly into the ReleaseLog, not through the release controller)")
 		}
 		if r.ReportedAuthor != "" {
 			fmt.Fprintf(&b, " (for %s, as the writer reported)", r.ReportedAuthor)

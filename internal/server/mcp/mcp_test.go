@@ -103,19 +103,50 @@ func call(t *testing.T, session *sdk.ClientSession, tool string, args map[string
 	return strings.Join(texts, "\n"), res.IsError
 }
 
+// filledStore holds entries written through the release controller (verified);
+// TestDirectlyWrittenEntriesAreMarked has the others.
 func filledStore() *releaselog.Store {
 	store := releaselog.NewStore()
 	store.Set("2026-11-22", []releaselog.Entry{
 		{Type: "release", Version: "4.18.2", Origin: "release-controller", Date: at("2026-11-22T15:00:00Z"),
-			Message: "Accepted", Link: "/releases/ocp/4.18/4.18.2"},
+			Message: "Accepted", Link: "/releases/ocp/4.18/4.18.2", Verified: true},
 		{Type: "promotion", Version: "4.18.1", Origin: "cli", Date: at("2026-11-22T09:30:00Z"),
-			Author: "alice", Message: "Promoted to stable", Link: "https://example.com/4.18.1"},
-		{Type: "rejected", Version: "4.18.0-rc.1", Origin: "release-controller", Date: at("2026-11-22T11:00:00Z")},
+			Author: "alice", Message: "Promoted to stable", Link: "https://example.com/4.18.1", Verified: true},
+		{Type: "rejected", Version: "4.18.0-rc.1", Origin: "release-controller", Date: at("2026-11-22T11:00:00Z"), Verified: true},
 	})
 	store.Set("2026-11-20", []releaselog.Entry{
-		{Type: "hotfix", Version: "4.17.9", Origin: "cli", Date: at("2026-11-20T08:00:00Z"), Author: "ci-bot", ReportedAuthor: "bob"},
+		{Type: "hotfix", Version: "4.17.9", Origin: "cli", Date: at("2026-11-20T08:00:00Z"), Author: "ci-bot", ReportedAuthor: "bob", Verified: true},
 	})
 	return store
+}
+
+// An entry written directly into a ReleaseLog (not sealed) is marked in the structured answer
+// and in the text, whoever it names as its author.
+func TestDirectlyWrittenEntriesAreMarked(t *testing.T) {
+	store := releaselog.NewStore()
+	store.Set("2026-11-22", []releaselog.Entry{
+		{Type: "release", Version: "4.18.3", Origin: "release-controller", Author: "release-controller", Date: at("2026-11-22T10:00:00Z")},
+		{Type: "release", Version: "4.18.2", Origin: "release-controller", Author: "release-controller", Date: at("2026-11-22T09:00:00Z"), Verified: true},
+	})
+	session := serve(t, store, releaselog.Options{})
+	var out mcp.ListReleasesOutput
+	text, isError := call(t, session, mcp.ToolListReleases, map[string]any{"day": "2026-11-22"}, &out)
+	if isError || len(out.Releases) != 2 {
+		t.Fatalf("got %+v, error %v: %s", out, isError, text)
+	}
+	if r := out.Releases[0]; r.Version != "4.18.2" || !r.Verified || r.Author != "release-controller" {
+		t.Errorf("the controller's entry = %+v", r)
+	}
+	if r := out.Releases[1]; r.Version != "4.18.3" || r.Verified || r.Author != "unverified: release-controller" {
+		t.Errorf("the entry written directly = %+v", r)
+	}
+	want := "- 2026-11-22T10:00:00Z release 4.18.3 by unverified: release-controller (written directly into the ReleaseLog, not through the release controller) via release-controller\n"
+	if !strings.Contains(text, want) {
+		t.Errorf("text lacks %q:\n%s", want, text)
+	}
+	if strings.Count(text, "written directly") != 1 {
+		t.Errorf("text marks the controller's entry too:\n%s", text)
+	}
 }
 
 func TestToolsAreListedWithSchemas(t *testing.T) {
@@ -212,7 +243,7 @@ func TestListReleases(t *testing.T) {
 			t.Errorf("versions = %v, want time order %v", versions, want)
 		}
 		if out.Releases[0] != (mcp.Release{Time: "2026-11-22T09:30:00Z", Type: "promotion", Version: "4.18.1", Origin: "cli",
-			Author: "alice", Message: "Promoted to stable", Link: "https://example.com/4.18.1"}) {
+			Author: "alice", Verified: true, Message: "Promoted to stable", Link: "https://example.com/4.18.1"}) {
 			t.Errorf("first release = %+v", out.Releases[0])
 		}
 		wantText := "2026-11-22: 3 releases\n" +

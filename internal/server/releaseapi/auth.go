@@ -13,17 +13,30 @@ import (
 	"github.com/release-controller/release-controller/internal/server/kubeauth"
 )
 
-// What a writer must be allowed to do, in Kubernetes RBAC terms: adding an entry creates or
-// updates the day's ReleaseLog, and "create releaselogs" is the permission a Role grants to
-// say "may write the release log".
+// What a writer must be allowed to do, in Kubernetes RBAC terms: "create releaselogs/entries",
+// a permission of its own that no API request uses, so that it says only "may add entries
+// through the release controller, under one's own name". It is not "create releaselogs": whom
+// RBAC lets create or update ReleaseLog objects may write entries directly, but those are
+// not sealed, and readers show them as such; the entries AddRelease writes are sealed, and
+// vouch for their author. RBAC never grants a subresource through its resource alone.
 const (
-	writeVerb     = "create"
-	writeResource = "releaselogs"
+	writeVerb        = "create"
+	writeResource    = "releaselogs"
+	writeSubresource = "entries"
 )
+
+// WritePermission is the permission AddRelease checks, as RBAC rules name it.
+const WritePermission = writeVerb + " " + writeResource + "/" + writeSubresource
 
 // The reviews of writers (and of /metrics with --metrics-auth, which shares the reviewer):
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// The release log key that seals AddRelease's entries and checks every entry's seal
+// (releaselog.EnsureKey, --release-log-key-secret) is a Secret of the api's own namespace,
+// read at start and made there when missing (the controller or the api, whichever starts
+// first).
+// +kubebuilder:rbac:groups="",namespace=release-controller-system,resources=secrets,verbs=get;create
 
 // How long the authorizer trusts its answers unless told otherwise (kubeauth's defaults).
 const (
@@ -36,7 +49,7 @@ type AuthorizerOptions = kubeauth.Options
 
 // Authorizer decides who may write the release log, by asking the API server: a TokenReview
 // says who the bearer token belongs to, a SubjectAccessReview whether RBAC lets them create
-// releaselogs in the log's namespace. Answers are cached briefly (kubeauth.Reviewer), so a
+// releaselogs/entries in the log's namespace. Answers are cached briefly (kubeauth.Reviewer), so a
 // burst of writes costs the API server one review of each kind; a revoked token or role
 // binding takes effect once the cached yes expires (a minute by default).
 type Authorizer struct {
@@ -87,16 +100,17 @@ func (a *Authorizer) Authorize(ctx context.Context, authorization string) (strin
 	user := id.User
 	d, err := a.reviewer.Authorize(ctx, user, kubeauth.Access{Resource: &authorizationv1.ResourceAttributes{
 		Namespace: a.namespace,
-		Verb:      writeVerb,
-		Group:     v1alpha1.GroupVersion.Group,
-		Resource:  writeResource,
+		Verb:        writeVerb,
+		Group:       v1alpha1.GroupVersion.Group,
+		Resource:    writeResource,
+		Subresource: writeSubresource,
 	}})
 	if err != nil {
 		return "", connect.NewError(connect.CodeInternal, fmt.Errorf("checking %q's permissions with the API server: %w", user.Username, err))
 	}
 	if !d.Allowed {
-		msg := fmt.Sprintf("user %q may not %s %s.%s in namespace %q, which adding to the release log needs",
-			user.Username, writeVerb, writeResource, v1alpha1.GroupVersion.Group, a.namespace)
+		msg := fmt.Sprintf("user %q may not %s %s/%s (group %s) in namespace %q, which adding to the release log needs (create releaselogs does not grant it)",
+			user.Username, writeVerb, writeResource, writeSubresource, v1alpha1.GroupVersion.Group, a.namespace)
 		if d.Reason != "" {
 			msg += " (" + d.Reason + ")"
 		}

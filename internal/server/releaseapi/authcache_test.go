@@ -129,7 +129,7 @@ func TestWritesShareCachedReviews(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, func(g Gomega) {
-		allowed, err := allowedToWrite(ctx, w.parts.Namespace, w.writerUser)
+		allowed, err := allowed(ctx, w.parts.Namespace, w.writerUser, "entries")
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(allowed).To(BeFalse(), "the API server still applies the deleted binding")
 	})

@@ -15,7 +15,7 @@ import (
 )
 
 // fill puts n entries on day into the store, one a second from the day's start, with versions
-// that say which day and which entry they are.
+// that say which day and which entry they are; every other entry is verified.
 func fill(t testing.TB, store *releaselog.Store, day string, n int) []string {
 	t.Helper()
 	start, err := releaselog.ParseDay(day)
@@ -28,7 +28,7 @@ func fill(t testing.TB, store *releaselog.Store, day string, n int) []string {
 		versions[i] = fmt.Sprintf("%s.%05d", day, i)
 		entries[i] = releaselog.Entry{
 			Type: "release", Version: versions[i], Origin: "ci", Date: start.Add(time.Duration(i) * time.Second),
-			Author: "builder", Message: "entry " + versions[i], Link: "/releases/" + versions[i],
+			Author: "builder", Message: "entry " + versions[i], Link: "/releases/" + versions[i], Verified: i%2 == 1,
 		}
 	}
 	store.Set(day, entries)
@@ -114,8 +114,12 @@ func TestListReleasesEntryFields(t *testing.T) {
 	r := resp.Releases[1]
 	want := time.Date(2026, 3, 10, 0, 0, 1, 0, time.UTC)
 	if r.Type != "release" || r.Version != middleDay+".00001" || r.Origin != "ci" || !r.Date.AsTime().Equal(want) ||
-		r.Author != "builder" || r.Message != "entry "+r.Version || r.Link != "/releases/"+r.Version {
+		r.Author != "builder" || r.Message != "entry "+r.Version || r.Link != "/releases/"+r.Version || !r.Verified {
 		t.Errorf("entry %v, want the second entry of %s as stored", r, middleDay)
+	}
+	// An entry that is not verified (written directly into the ReleaseLog) says so.
+	if r := resp.Releases[0]; r.Author != "unverified: builder" || r.Verified {
+		t.Errorf("entry %v, want its author shown as unverified", r)
 	}
 }
 

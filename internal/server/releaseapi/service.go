@@ -1,8 +1,9 @@
 // Package releaseapi serves the release log's Connect API, releasecontroller.v1.ReleaseService,
 // on the project's HTTP server. One handler speaks the Connect protocol (JSON or binary), gRPC
 // and gRPC-Web. Reads come from the in-memory release log store and are open to everyone;
-// AddRelease needs a bearer token of a caller whom Kubernetes RBAC allows to create releaselogs,
-// and records that caller as the entry's author.
+// AddRelease needs a bearer token of a caller whom Kubernetes RBAC allows to create
+// releaselogs/entries, records that caller as the entry's author, and seals the entry (the
+// release log key), so readers tell it from one written directly into a ReleaseLog object.
 package releaseapi
 
 import (
@@ -134,10 +135,11 @@ func (s *Service) ListReleaseDays(context.Context, *connect.Request[releasecontr
 	}), nil
 }
 
-// AddRelease adds an entry for a caller RBAC allows to write the log. The entry's author is
-// always the caller, the username of the bearer token: nobody writes in someone else's name.
-// An author the request names that is not the caller (a CI system writing for a person) is
-// kept as the entry's reported author, display text beside the real one.
+// AddRelease adds an entry for a caller RBAC allows to add entries (create
+// releaselogs/entries). The entry's author is always the caller, the username of the bearer
+// token: nobody writes in someone else's name. An author the request names that is not the
+// caller (a CI system writing for a person) is kept as the entry's reported author, display
+// text beside the real one.
 func (s *Service) AddRelease(ctx context.Context, req *connect.Request[releasecontrollerv1.AddReleaseRequest]) (*connect.Response[releasecontrollerv1.AddReleaseResponse], error) {
 	// Authorization comes first: an unauthorized caller learns nothing about the log, not
 	// even what it would have said of the entry.
@@ -220,6 +222,6 @@ func pageSize(requested int32) (int, error) {
 func toProto(e releaselog.Entry) *releasecontrollerv1.Release {
 	return &releasecontrollerv1.Release{
 		Type: e.Type, Version: e.Version, Origin: e.Origin, Date: timestamppb.New(e.Date),
-		Author: e.Author, Message: e.Message, Link: e.Link, ReportedAuthor: e.ReportedAuthor,
+		Author: e.ShownAuthor(), Verified: e.Verified, Message: e.Message, Link: e.Link, ReportedAuthor: e.ReportedAuthor,
 	}
 }

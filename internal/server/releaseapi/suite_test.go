@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env, nil)
 }
 
+// testKey is the release log key of the tests' writers and store.
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
 // logParts are the release log's real parts in one namespace: the store its controllers keep
 // and a writer.
 type logParts struct {
@@ -51,6 +54,9 @@ func startLog(t testing.TB, ns string, opts releaselog.Options) *logParts {
 	t.Helper()
 	opts.Namespace = ns
 	opts.Store = releaselog.NewStore()
+	if opts.SealKey == nil {
+		opts.SealKey = testKey
+	}
 	opts = opts.WithDefaults(ns)
 	mgrOpts := manager.Options{MetricsAddr: "0", ProbeAddr: "0", Namespace: ns, ReleaseLog: opts, SkipControllerNameValidation: true}
 	mgr, err := manager.New(env.Config, mgrOpts)

@@ -26,14 +26,15 @@ import (
 )
 
 // writeEnv is the release log of a namespace, with its controllers running, served over HTTP,
-// and three service accounts: writer and other, whom a Role allows to create releaselogs, and
-// reader, who may not.
+// and four service accounts: writer and other, whom a Role allows to add entries (create
+// releaselogs/entries); direct, whom a Role allows to write ReleaseLog objects (create, get,
+// update and patch releaselogs) but not to add entries; and reader, who may do neither.
 type writeEnv struct {
 	url   string
 	parts *logParts
 	// Tokens and usernames of the service accounts.
-	writerToken, readerToken, otherToken string
-	writerUser, readerUser, otherUser    string
+	writerToken, readerToken, otherToken, directToken string
+	writerUser, readerUser, otherUser, directUser     string
 }
 
 func newWriteEnv(t *testing.T) *writeEnv {
@@ -54,15 +55,16 @@ func newWriteEnvAuth(t *testing.T, opts releaselog.Options, auth func(ns string)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	parts := startLog(t, ns, opts)
-	for _, name := range []string{"writer", "reader", "other"} {
+	for _, name := range []string{"writer", "reader", "other", "direct"} {
 		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 		if err := env.Client.Create(ctx, sa); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The Role config/samples/tenant/releaselog-writer.yaml tells administrators to grant.
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release-log-writer"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"release-controller.dev"}, Resources: []string{"releaselogs"}, Verbs: []string{"create"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"release-controller.dev"}, Resources: []string{"releaselogs/entries"}, Verbs: []string{"create"}}},
 	}
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release-log-writer"},
@@ -72,7 +74,18 @@ func newWriteEnvAuth(t *testing.T, opts releaselog.Options, auth func(ns string)
 			{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "other"},
 		},
 	}
-	for _, obj := range []client.Object{role, binding} {
+	// Write access to the objects themselves, which used to be what AddRelease asked for.
+	objectRole := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release-log-objects"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"release-controller.dev"}, Resources: []string{"releaselogs"},
+			Verbs: []string{"create", "get", "update", "patch"}}},
+	}
+	objectBinding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "release-log-objects"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: objectRole.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "direct"}},
+	}
+	for _, obj := range []client.Object{role, binding, objectRole, objectBinding} {
 		if err := env.Client.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
@@ -84,26 +97,31 @@ func newWriteEnvAuth(t *testing.T, opts releaselog.Options, auth func(ns string)
 	w := &writeEnv{
 		url: serveWith(t, parts, authorizer), parts: parts,
 		writerToken: mintToken(t, ns, "writer"), readerToken: mintToken(t, ns, "reader"), otherToken: mintToken(t, ns, "other"),
-		writerUser: serviceAccountUser(ns, "writer"), readerUser: serviceAccountUser(ns, "reader"), otherUser: serviceAccountUser(ns, "other"),
+		directToken: mintToken(t, ns, "direct"),
+		writerUser:  serviceAccountUser(ns, "writer"), readerUser: serviceAccountUser(ns, "reader"), otherUser: serviceAccountUser(ns, "other"),
+		directUser: serviceAccountUser(ns, "direct"),
 	}
 	// The API server's RBAC authorizer learns of the new binding from its own informers:
 	// wait until it does, so the tests below see a settled policy.
 	for _, user := range []string{w.writerUser, w.otherUser} {
 		eventually(t, func(g Gomega) {
-			g.Expect(allowedToWrite(ctx, ns, user)).To(BeTrue(), "the role binding of %s is not in effect yet", user)
+			g.Expect(allowed(ctx, ns, user, "entries")).To(BeTrue(), "the role binding of %s is not in effect yet", user)
 		})
 	}
+	eventually(t, func(g Gomega) {
+		g.Expect(allowed(ctx, ns, w.directUser, "")).To(BeTrue(), "the role binding of %s is not in effect yet", w.directUser)
+	})
 	return w
 }
 
 func serviceAccountUser(ns, name string) string { return "system:serviceaccount:" + ns + ":" + name }
 
-// allowedToWrite asks the API server directly whether a service account's user may write the
-// namespace's release log.
-func allowedToWrite(ctx context.Context, ns, user string) (bool, error) {
+// allowed asks the API server directly whether a service account's user may create
+// releaselogs (subresource "") or releaselogs/<subresource> in the namespace.
+func allowed(ctx context.Context, ns, user, subresource string) (bool, error) {
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"},
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "release-controller.dev", Resource: "releaselogs"},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Group: "release-controller.dev", Resource: "releaselogs", Subresource: subresource},
 	}}
 	if err := env.Client.Create(ctx, sar); err != nil {
 		return false, err
@@ -164,7 +182,7 @@ func TestAddReleaseNeedsAnAllowedCaller(t *testing.T) {
 			_, err = c.AddRelease(ctx, withBearer(addRequest(release("denied")), w.readerToken))
 			t.Logf("denied: %v", err)
 			msg := expectCode(t, err, connect.CodePermissionDenied)
-			for _, want := range []string{w.readerUser, "create releaselogs.release-controller.dev", w.parts.Namespace} {
+			for _, want := range []string{w.readerUser, "create releaselogs/entries (group release-controller.dev)", w.parts.Namespace} {
 				if !strings.Contains(msg, want) {
 					t.Errorf("the denial %q does not say %q", msg, want)
 				}
@@ -190,8 +208,9 @@ func TestAddReleaseNeedsAnAllowedCaller(t *testing.T) {
 					}
 				}
 				g.Expect(got).NotTo(BeNil(), "the added entry is not in the store")
-				// No author given: the caller is the author.
+				// No author given: the caller is the author, and the entry is sealed.
 				g.Expect(got.Author).To(Equal(w.writerUser))
+				g.Expect(got.Verified).To(BeTrue(), "the added entry is not verified")
 				g.Expect(got.Message).To(Equal("via " + p.name))
 			})
 		})
@@ -237,7 +256,7 @@ func TestAddReleaseMapsTheEntry(t *testing.T) {
 	}
 	// The author is the caller; the author the request named is kept as the reported author.
 	want := releaselog.Entry{Type: "hotfix", Version: "4.15.1", Origin: "jenkins", Date: date, Author: w.writerUser, ReportedAuthor: "alice",
-		Message: "fixes the login", Link: "https://ci.example.com/job/42"}
+		Message: "fixes the login", Link: "https://ci.example.com/job/42", Verified: true}
 	eventually(t, func(g Gomega) {
 		g.Expect(w.parts.Store.Entries(resp.Msg.Day)).To(Equal([]releaselog.Entry{want}))
 	})
@@ -248,7 +267,7 @@ func TestAddReleaseMapsTheEntry(t *testing.T) {
 	}
 	got := listed.Releases[0]
 	if got.Type != r.Type || got.Version != r.Version || got.Origin != r.Origin || !got.Date.AsTime().Equal(date) ||
-		got.Author != w.writerUser || got.ReportedAuthor != "alice" || got.Message != r.Message || got.Link != r.Link {
+		got.Author != w.writerUser || got.ReportedAuthor != "alice" || got.Message != r.Message || got.Link != r.Link || !got.Verified {
 		t.Errorf("listed %v, want %v", got, r)
 	}
 }

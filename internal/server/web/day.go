@@ -69,7 +69,10 @@ type row struct {
 	// type without one.
 	ColorClass    string
 	Version, Link string
-	Author        string
+	// Author is the author as shown: "unverified: <author>" unless Verified.
+	Author string
+	// Verified says the entry was written through the release controller (it is sealed).
+	Verified bool
 	// ReportedAuthor is who the writer said it wrote for: shown beside the author, marked
 	// as unverified.
 	ReportedAuthor string
@@ -119,7 +122,8 @@ func (p *pages) dayView(day string, f logFilter, first, last string) (dayView, e
 			ColorClass:     p.colorClass[e.Type],
 			Version:        e.Version,
 			Link:           e.Link,
-			Author:         e.Author,
+			Author:         e.ShownAuthor(),
+			Verified:       e.Verified,
 			ReportedAuthor: e.ReportedAuthor,
 			Message:        e.Message,
 			Origin:         e.Origin,

@@ -62,7 +62,7 @@ func (f logFilter) matches(e releaselog.Entry) bool {
 	}
 	if f.Text != "" {
 		text := strings.ToLower(f.Text)
-		for _, field := range []string{e.Type, e.Version, e.Author, e.ReportedAuthor, e.Message, e.Origin} {
+		for _, field := range []string{e.Type, e.Version, e.ShownAuthor(), e.ReportedAuthor, e.Message, e.Origin} {
 			if strings.Contains(strings.ToLower(field), text) {
 				return true
 			}

@@ -190,18 +190,45 @@ func (p *pages) filterOptions() (types, streams []string) {
 	return slices.Sorted(maps.Keys(seenType)), slices.Sorted(maps.Keys(seenStream))
 }
 
-// pickerRange is the range of the date picker: from the oldest day the log keeps to today,
-// widened to any day the store holds outside it (a day not yet expired by the controller,
-// an entry dated a little in the future).
+// pickerRange is the range of the date picker and of the counts per day (DayRange).
 func (p *pages) pickerRange(now time.Time) (minDay, maxDay string) {
-	// A day is kept while its start plus the TTL is after now.
-	minDay = releaselog.DayOf(now.Add(-p.opts.TTL).Add(24 * time.Hour))
-	maxDay = releaselog.DayOf(now)
+	var oldest, newest string
 	if days := p.store.Days(); len(days) > 0 {
-		minDay = min(minDay, days[len(days)-1])
-		maxDay = max(maxDay, days[0])
+		oldest, newest = days[len(days)-1], days[0]
 	}
-	return minDay, maxDay
+	return DayRange(now, p.opts.TTL, oldest, newest)
+}
+
+// MaxPageDays bounds the days the Releases page counts and draws, whatever days exist.
+const MaxPageDays = 400
+
+// DayRange is the range of days the Releases page offers and draws a bar for: from the oldest
+// day the log keeps (ttl) to today, widened to the oldest and newest days the store holds
+// (empty when it holds none: a day not yet expired by the controller, an entry dated a little
+// in the future), but never beyond tomorrow and never more than MaxPageDays days. Without the
+// bounds a day named release-9999-12-31 made the page draw a bar for every day until then.
+func DayRange(now time.Time, ttl time.Duration, oldest, newest string) (first, last string) {
+	const day = 24 * time.Hour
+	today := now.UTC().Truncate(day)
+	// A day is kept while its start plus the TTL is after now.
+	start := now.Add(-ttl).Add(day).UTC().Truncate(day)
+	end := today
+	if t, err := releaselog.ParseDay(oldest); err == nil && t.Before(start) {
+		start = t
+	}
+	if t, err := releaselog.ParseDay(newest); err == nil && t.After(end) {
+		end = t
+	}
+	if tomorrow := today.Add(day); end.After(tomorrow) {
+		end = tomorrow
+	}
+	if start.After(end) {
+		start = end // a TTL under a day: today alone
+	}
+	if earliest := end.Add(-(MaxPageDays - 1) * day); start.Before(earliest) {
+		start = earliest
+	}
+	return releaselog.DayOf(start), releaselog.DayOf(end)
 }
 
 // staticHandler serves the embedded assets. They are revalidated on every use and answered

@@ -40,19 +40,22 @@ func options() releaselog.Options {
 	}
 }
 
+// latestDay and the other days of filledStore are entries written through the release
+// controller (verified); TestDirectlyWrittenEntries has the others.
 var latestDay = []releaselog.Entry{
 	{Type: "release", Version: "4.18.2", Origin: "release-controller", Date: at("2026-11-22T15:00:00Z"),
-		Message: "Accepted", Link: "/releases/ocp/4.18/4.18.2"},
+		Author: "release-controller", Message: "Accepted", Link: "/releases/ocp/4.18/4.18.2", Verified: true},
 	{Type: "promotion", Version: "4.18.1", Origin: "cli", Date: at("2026-11-22T09:30:00Z"),
-		Author: "alice", Message: "Promoted to stable", Link: "https://example.com/4.18.1"},
-	{Type: "rejected", Version: "4.18.0-rc.1", Origin: "release-controller", Date: at("2026-11-22T11:00:00Z")},
+		Author: "alice", Message: "Promoted to stable", Link: "https://example.com/4.18.1", Verified: true},
+	{Type: "rejected", Version: "4.18.0-rc.1", Origin: "release-controller", Date: at("2026-11-22T11:00:00Z"),
+		Author: "release-controller", Verified: true},
 }
 
 func filledStore() *releaselog.Store {
 	store := releaselog.NewStore()
 	store.Set("2026-11-22", latestDay)
 	store.Set("2026-11-20", []releaselog.Entry{
-		{ID: "hotfix-1", Type: "security", Version: "4.17.9", Origin: "cli", Date: at("2026-11-20T08:00:00Z"), Author: "ci-bot", ReportedAuthor: "bob"},
+		{ID: "hotfix-1", Type: "security", Version: "4.17.9", Origin: "cli", Date: at("2026-11-20T08:00:00Z"), Author: "ci-bot", ReportedAuthor: "bob", Verified: true},
 	})
 	// A day whose object exists but holds no entries.
 	store.Set("2026-11-18", nil)

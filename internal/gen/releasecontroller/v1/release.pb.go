@@ -38,7 +38,8 @@ type Release struct {
 	// Author is who wrote the entry: for AddRelease always the authenticated caller, the
 	// username of the bearer token (the release controller's own entries say
 	// release-controller). An author given to AddRelease that is not the caller is kept as
-	// reported_author.
+	// reported_author. In the entries listed, an entry that is not verified has its author as
+	// "unverified: <author>".
 	Author  string `protobuf:"bytes,5,opt,name=author,proto3" json:"author,omitempty"`
 	Message string `protobuf:"bytes,6,opt,name=message,proto3" json:"message,omitempty"`
 	// Link to more, an http(s) URL or a path of this server.
@@ -47,8 +48,13 @@ type Release struct {
 	// person a CI system acts for (at most 128 characters): display text, not verified.
 	// AddRelease takes it from reported_author, or else from an author that is not the caller.
 	ReportedAuthor string `protobuf:"bytes,8,opt,name=reported_author,json=reportedAuthor,proto3" json:"reported_author,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Verified is true for an entry written through the release controller (its own entries,
+	// and AddRelease's), which carries its seal; false for one written directly into the
+	// ReleaseLog object, whose author is only claimed. Set in the entries listed; ignored by
+	// AddRelease.
+	Verified      bool `protobuf:"varint,9,opt,name=verified,proto3" json:"verified,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Release) Reset() {
@@ -135,6 +141,13 @@ func (x *Release) GetReportedAuthor() string {
 		return x.ReportedAuthor
 	}
 	return ""
+}
+
+func (x *Release) GetVerified() bool {
+	if x != nil {
+		return x.Verified
+	}
+	return false
 }
 
 type AddReleaseRequest struct {
@@ -534,7 +547,7 @@ var File_releasecontroller_v1_release_proto protoreflect.FileDescriptor
 
 const file_releasecontroller_v1_release_proto_rawDesc = "" +
 	"\n" +
-	"\"releasecontroller/v1/release.proto\x12\x14releasecontroller.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xee\x01\n" +
+	"\"releasecontroller/v1/release.proto\x12\x14releasecontroller.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x8a\x02\n" +
 	"\aRelease\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\x16\n" +
@@ -543,7 +556,8 @@ const file_releasecontroller_v1_release_proto_rawDesc = "" +
 	"\x06author\x18\x05 \x01(\tR\x06author\x12\x18\n" +
 	"\amessage\x18\x06 \x01(\tR\amessage\x12\x12\n" +
 	"\x04link\x18\a \x01(\tR\x04link\x12'\n" +
-	"\x0freported_author\x18\b \x01(\tR\x0ereportedAuthor\"L\n" +
+	"\x0freported_author\x18\b \x01(\tR\x0ereportedAuthor\x12\x1a\n" +
+	"\bverified\x18\t \x01(\bR\bverified\"L\n" +
 	"\x11AddReleaseRequest\x127\n" +
 	"\arelease\x18\x01 \x01(\v2\x1d.releasecontroller.v1.ReleaseR\arelease\"&\n" +
 	"\x12AddReleaseResponse\x12\x10\n" +

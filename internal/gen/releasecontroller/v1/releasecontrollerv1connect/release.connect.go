@@ -48,7 +48,8 @@ const (
 // ReleaseServiceClient is a client for the releasecontroller.v1.ReleaseService service.
 type ReleaseServiceClient interface {
 	// AddRelease records an entry in the log of the day of its date (today when unset).
-	// Errors: UNAUTHENTICATED without a valid token, PERMISSION_DENIED when RBAC refuses,
+	// Errors: UNAUTHENTICATED without a valid token, PERMISSION_DENIED when RBAC refuses
+	// (create releaselogs/entries),
 	// INVALID_ARGUMENT for a missing field, a type not allowed or a future date,
 	// FAILED_PRECONDITION when the day has expired or is full.
 	AddRelease(context.Context, *connect.Request[v1.AddReleaseRequest]) (*connect.Response[v1.AddReleaseResponse], error)
@@ -118,7 +119,8 @@ func (c *releaseServiceClient) ListReleaseDays(ctx context.Context, req *connect
 // ReleaseServiceHandler is an implementation of the releasecontroller.v1.ReleaseService service.
 type ReleaseServiceHandler interface {
 	// AddRelease records an entry in the log of the day of its date (today when unset).
-	// Errors: UNAUTHENTICATED without a valid token, PERMISSION_DENIED when RBAC refuses,
+	// Errors: UNAUTHENTICATED without a valid token, PERMISSION_DENIED when RBAC refuses
+	// (create releaselogs/entries),
 	// INVALID_ARGUMENT for a missing field, a type not allowed or a future date,
 	// FAILED_PRECONDITION when the day has expired or is full.
 	AddRelease(context.Context, *connect.Request[v1.AddReleaseRequest]) (*connect.Response[v1.AddReleaseResponse], error)
