@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/release-controller/release-controller/internal/secreturl"
 )
 
 // Auth is how the client authenticates: a personal access token sent as a bearer token, or,
@@ -142,7 +144,29 @@ func New(baseURL string, auth Auth, opts ...Option) (*Client, error) {
 	for _, o := range opts {
 		o(c)
 	}
+	c.http = keepWithin(c.http, c.base.String())
 	return c, nil
+}
+
+// keepWithin returns a copy of hc that follows no redirect out of base (another scheme, host,
+// port or path): Go keeps the Authorization header on a redirect to the same host, even to
+// plain http or another port, and the token was allowed for base only.
+func keepWithin(hc *http.Client, base string) *http.Client {
+	c := *hc
+	next := hc.CheckRedirect
+	c.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !secreturl.Within(base, req.URL.String()) {
+			return fmt.Errorf("jira: not following the redirect to %s: it leaves %s, the URL the credentials are for", req.URL.Redacted(), base)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("jira: stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &c
 }
 
 // BaseURL is the server's URL as the client uses it.

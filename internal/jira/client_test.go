@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -465,5 +466,69 @@ func TestServerChecksRequests(t *testing.T) {
 	}
 	if c := srv.Comments("A-1"); len(c) != 0 {
 		t.Errorf("invalid comments were added: %q", c)
+	}
+}
+
+// A redirect within the Jira URL is followed; one out of it (another port of the same host,
+// another path) is not: Go would keep the Authorization header on a redirect to the same
+// host, and the token was allowed for the Jira URL only.
+func TestClientFollowsNoRedirectOutOfItsURL(t *testing.T) {
+	const token = "jira-token"
+	var mu sync.Mutex
+	var elsewhere []string
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		elsewhere = append(elsewhere, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	defer other.Close()
+	var movedAuth string
+	jiraSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/jira/rest/api/2/issue/OCPBUGS-1": // within /jira: followed
+			http.Redirect(w, r, "/jira/moved/OCPBUGS-1", http.StatusTemporaryRedirect)
+		case "/jira/moved/OCPBUGS-1":
+			mu.Lock()
+			movedAuth = r.Header.Get("Authorization")
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"id":"1","key":"OCPBUGS-1","fields":{"status":{"name":"NEW"}}}`)
+		case "/jira/rest/api/2/issue/OCPBUGS-1/transitions": // another port
+			http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+		case "/jira/rest/api/2/issue/OCPBUGS-1/comment": // out of /jira on the same server
+			http.Redirect(w, r, "/admin/steal", http.StatusTemporaryRedirect)
+		case "/admin/steal":
+			mu.Lock()
+			elsewhere = append(elsewhere, r.Header.Get("Authorization"))
+			mu.Unlock()
+			http.NotFound(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer jiraSrv.Close()
+	c, err := jira.New(jiraSrv.URL+"/jira", jira.BearerAuth(token), jira.WithRetries(0), jira.WithRateLimit(rate.Inf, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	issue, err := c.Issue(context.Background(), "OCPBUGS-1")
+	if err != nil || issue.StatusName() != "NEW" {
+		t.Fatalf("a redirect within the Jira URL: %+v, %v", issue, err)
+	}
+	if movedAuth != "Bearer "+token {
+		t.Fatalf("the redirect within the Jira URL lost the credentials: %q", movedAuth)
+	}
+	if _, err := c.Transitions(context.Background(), "OCPBUGS-1"); err == nil ||
+		!strings.Contains(err.Error(), "not following the redirect to "+other.URL+"/jira/rest/api/2/issue/OCPBUGS-1/transitions: it leaves "+jiraSrv.URL+"/jira") {
+		t.Fatalf("a redirect to another port: %v", err)
+	}
+	if _, err := c.Comments(context.Background(), "OCPBUGS-1", 0, 10); err == nil || !strings.Contains(err.Error(), "not following the redirect to "+jiraSrv.URL+"/admin/steal") {
+		t.Fatalf("a redirect out of the path: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(elsewhere) != 0 {
+		t.Fatalf("%d requests out of the Jira URL (Authorization %q)", len(elsewhere), elsewhere)
 	}
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/release-controller/release-controller/internal/conditions"
 	"github.com/release-controller/release-controller/internal/eventlog"
 	"github.com/release-controller/release-controller/internal/jobcontract"
+	"github.com/release-controller/release-controller/internal/secreturl"
 	"github.com/release-controller/release-controller/internal/verdict"
 )
 
@@ -436,7 +437,8 @@ func (r *Reconciler) previousAccepted(ctx context.Context, p *v1alpha1.ReleasePa
 	return nil, nil
 }
 
-// auth reads the credentials from the stream's token Secret.
+// auth reads the credentials from the stream's token Secret, refusing them when the Secret
+// does not allow spec.jira.url (see secreturl.Check).
 func (r *Reconciler) auth(ctx context.Context, s *v1alpha1.ReleaseStream) (Auth, error) {
 	name := s.Spec.Jira.TokenSecret
 	var secret corev1.Secret
@@ -449,6 +451,11 @@ func (r *Reconciler) auth(ctx context.Context, s *v1alpha1.ReleaseStream) (Auth,
 	token := strings.TrimSpace(string(secret.Data[SecretKeyToken]))
 	if token == "" {
 		return Auth{}, fmt.Errorf("the token Secret %s has no key %q", name, SecretKeyToken)
+	}
+	// The URL is the stream author's; the Secret says where it may go. Nothing is sent
+	// when it may not go there.
+	if err := secreturl.Check(secret.Annotations, s.Spec.Jira.URL); err != nil {
+		return Auth{}, fmt.Errorf("the token Secret %s is not sent to spec.jira.url: %w", name, err)
 	}
 	if email := strings.TrimSpace(string(secret.Data[SecretKeyEmail])); email != "" {
 		return BasicAuth(email, token), nil

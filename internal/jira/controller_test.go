@@ -181,9 +181,15 @@ func createStream(t *testing.T, ns, jiraURL, secret string) {
 	}
 }
 
-func createSecret(t *testing.T, ns, name string, data map[string]string) {
+// createSecret creates a token Secret that may be sent to the test's Jira: the annotation
+// allowed-urls names jiraURL, and plain http is allowed (the test's Jira is an http server);
+// with jiraURL empty, the Secret has no annotations.
+func createSecret(t *testing.T, ns, name, jiraURL string, data map[string]string) {
 	t.Helper()
 	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, StringData: data}
+	if jiraURL != "" {
+		s.Annotations = map[string]string{v1alpha1.AnnotationAllowedURLs: jiraURL, v1alpha1.AnnotationAllowInsecureHTTP: "true"}
+	}
 	if err := env.Client.Create(context.Background(), s); err != nil {
 		t.Fatalf("creating secret: %v", err)
 	}
@@ -280,7 +286,7 @@ func TestControllerVerifiesIssuesOnce(t *testing.T) {
 	c2 := prod.commit("Merge pull request #3 from jane/fix\n\nOCPBUGS-3: retry the upload")
 	c3 := prod.commit("OCPBUGS-4, OCPBUGS-5: two more (#4)")
 
-	createSecret(t, ns, "jira-token", map[string]string{jira.SecretKeyToken: srv.Token + "\n"})
+	createSecret(t, ns, "jira-token", srv.URL, map[string]string{jira.SecretKeyToken: srv.Token + "\n"})
 	createStream(t, ns, srv.URL, "jira-token")
 	createAccepted(t, prod.payload(ns, tag0, c0))
 	createAccepted(t, prod.payload(ns, tag1, c2))
@@ -382,7 +388,7 @@ func TestControllerWaitsForTheTokenSecret(t *testing.T) {
 	}
 
 	// A Jira Cloud credential: email and API token, sent as basic authentication.
-	createSecret(t, ns, "jira-cloud", map[string]string{jira.SecretKeyEmail: srv.Email, jira.SecretKeyToken: srv.Token})
+	createSecret(t, ns, "jira-cloud", srv.URL, map[string]string{jira.SecretKeyEmail: srv.Email, jira.SecretKeyToken: srv.Token})
 	waitCondition(t, ns, tag1, conditionIs(metav1.ConditionTrue, v1alpha1.ReasonIssuesVerified, "moved 1 issue to VERIFIED: OCPBUGS-7"))
 	if s, c := srv.Status("OCPBUGS-7"), srv.Comments("OCPBUGS-7"); s != "VERIFIED" || !slices.Equal(c, []string{jira.CommentBody(tag1, pageOf(ns, tag1))}) {
 		t.Fatalf("OCPBUGS-7: %s, %q", s, c)
@@ -397,7 +403,7 @@ func TestControllerRetriesWhenJiraIsUnavailable(t *testing.T) {
 	prod := newProduct(t)
 	c0 := prod.commit("Start")
 	c1 := prod.commit("OCPBUGS-8: fix it")
-	createSecret(t, ns, "jira-token", map[string]string{jira.SecretKeyToken: srv.Token})
+	createSecret(t, ns, "jira-token", srv.URL, map[string]string{jira.SecretKeyToken: srv.Token})
 	createStream(t, ns, srv.URL, "jira-token")
 	createAccepted(t, prod.payload(ns, tag0, c0))
 
@@ -422,4 +428,111 @@ func TestControllerRetriesWhenJiraIsUnavailable(t *testing.T) {
 	if c := srv.Comments("OCPBUGS-8"); len(c) != 1 {
 		t.Fatalf("comments %q", c)
 	}
+}
+
+// The token goes only where its Secret allows (annotation allowed-urls, https unless
+// allow-insecure-http): for each refused URL — every one reaching the test's Jira — the
+// payload's condition and an Event name spec.jira.url, the Secret and the rule, and Jira gets
+// no request at all; once the Secret allows the URL the token is sent.
+func TestControllerSendsTheTokenOnlyWhereTheSecretAllows(t *testing.T) {
+	srv := newServer(t)
+	srv.AddIssue("OCPBUGS-7", "ON_QA")
+	prod := newProduct(t)
+	c0 := prod.commit("Start")
+	c1 := prod.commit("OCPBUGS-7: fix it")
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	insecure := map[string]string{v1alpha1.AnnotationAllowInsecureHTTP: "true"}
+	with := func(a map[string]string, prefixes string) map[string]string {
+		out := map[string]string{v1alpha1.AnnotationAllowedURLs: prefixes}
+		for k, v := range a {
+			out[k] = v
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name        string
+		url         string
+		annotations map[string]string
+		rule        string
+	}{
+		{"no allowed-urls", srv.URL, insecure, "has no annotation release-controller.dev/allowed-urls, so it is sent nowhere: add it"},
+		{"plain http without the opt-in", srv.URL, with(nil, srv.URL), `is plain http: the Secret goes over https only, unless it has the annotation release-controller.dev/allow-insecure-http: "true"`},
+		{"another host", srv.URL, with(insecure, "http://localhost:"+port), "is under none of the prefixes of the Secret's annotation release-controller.dev/allowed-urls (http://localhost:" + port + ")"},
+		{"another port", srv.URL, with(insecure, "http://127.0.0.1:1"), "is under none of the prefixes"},
+		{"the allowed host as user name", "http://127.0.0.1:1@127.0.0.1:" + port, with(insecure, "http://127.0.0.1:1"), "user name or password"},
+		{"a longer path segment", srv.URL + "/a/bc", with(insecure, srv.URL+"/a/b"), "is under none of the prefixes"},
+		{"encoded dots", srv.URL + "/a/b/%2e%2e/%2e%2e", with(insecure, srv.URL+"/a/b"), "percent-encoded slash, backslash or dot"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			s := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jira-token", Annotations: tc.annotations},
+				StringData: map[string]string{jira.SecretKeyToken: srv.Token},
+			}
+			if err := env.Client.Create(context.Background(), s); err != nil {
+				t.Fatal(err)
+			}
+			createStream(t, ns, tc.url, "jira-token")
+			createAccepted(t, prod.payload(ns, tag0, c0))
+			createAccepted(t, prod.payload(ns, tag1, c1))
+			startController(t, ns, newReconciler(t))
+			message := "1 issues not verified: the token Secret jira-token is not sent to spec.jira.url: "
+			waitCondition(t, ns, tag1, conditionIs(metav1.ConditionFalse, v1alpha1.ReasonJiraMisconfigured, message, tc.rule))
+			waitEvent(t, ns, tag1, v1alpha1.ReasonJiraMisconfigured, "the token Secret jira-token is not sent to spec.jira.url: ", tc.rule)
+			if got := srv.Requests(); len(got) != 0 {
+				t.Fatalf("Jira got %d requests: %+v", len(got), got)
+			}
+		})
+	}
+
+	// Allowed: the same Secret with the opt-in and the Jira URL as prefix sends the token.
+	ns := env.Namespace(t)
+	createSecret(t, ns, "jira-token", "", map[string]string{jira.SecretKeyToken: srv.Token})
+	createStream(t, ns, srv.URL, "jira-token")
+	createAccepted(t, prod.payload(ns, tag0, c0))
+	createAccepted(t, prod.payload(ns, tag1, c1))
+	r := newReconciler(t)
+	r.RetryBase, r.RetryMax = time.Hour, time.Hour // only the Secret's annotations bring it back in time
+	startController(t, ns, r)
+	waitCondition(t, ns, tag1, conditionIs(metav1.ConditionFalse, v1alpha1.ReasonJiraMisconfigured, "has no annotation release-controller.dev/allowed-urls"))
+	var s corev1.Secret
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "jira-token"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Annotations = with(insecure, "https://jira.example.com\n"+srv.URL+"/")
+	if err := env.Client.Update(context.Background(), &s); err != nil {
+		t.Fatal(err)
+	}
+	waitCondition(t, ns, tag1, conditionIs(metav1.ConditionTrue, v1alpha1.ReasonIssuesVerified, "moved 1 issue to VERIFIED: OCPBUGS-7"))
+	got := srv.Requests()
+	if len(got) == 0 {
+		t.Fatal("Jira got no request once allowed")
+	}
+	for _, req := range got {
+		if req.Authorization != "Bearer "+srv.Token {
+			t.Errorf("%s %s without the token: %q", req.Method, req.Path, req.Authorization)
+		}
+	}
+}
+
+// waitEvent waits for a Warning Event on the payload tag with reason whose note holds every
+// part.
+func waitEvent(t *testing.T, ns, tag, reason string, parts ...string) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		found := slices.ContainsFunc(list.Items, func(e eventsv1.Event) bool {
+			if e.Regarding.Name != tag || e.Type != corev1.EventTypeWarning || e.Reason != reason {
+				return false
+			}
+			for _, p := range parts {
+				if !strings.Contains(e.Note, p) {
+					return false
+				}
+			}
+			return true
+		})
+		g.Expect(found).To(BeTrue(), "events: %+v", list.Items)
+	}).WithTimeout(waitTimeout).WithPolling(100 * time.Millisecond).Should(Succeed())
 }

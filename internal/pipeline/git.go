@@ -17,6 +17,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/secreturl"
 )
 
 // GitChange is one promotion by the pullRequest strategy: Revision written at YAMLPath of the
@@ -271,6 +275,27 @@ func branchPart(s string) string {
 		s = "-"
 	}
 	return s
+}
+
+// CheckGitSecret refuses a git credentials Secret for url (the pipeline's field, named in the
+// message) unless the Secret's annotations allow it (secreturl.Check): the URL is the
+// pipeline author's, the Secret says where its credentials may go.
+func CheckGitSecret(s *corev1.Secret, url, field string) error {
+	if err := secreturl.Check(s.Annotations, url); err != nil {
+		return fmt.Errorf("the git credentials Secret %s is not sent to %s: %w", s.Name, field, err)
+	}
+	return nil
+}
+
+// PullRequestURLField is the field of the URL the pullRequest strategy pushes to for an
+// environment: its own promotion's, else the pipeline's.
+func PullRequestURLField(p *v1alpha1.Pipeline, env string) string {
+	for i, e := range p.Spec.Environments {
+		if e.Name == env && e.Promotion != nil {
+			return fmt.Sprintf("spec.environments[%d].promotion.pullRequest.url", i)
+		}
+	}
+	return "spec.promotion.pullRequest.url"
 }
 
 // redactURL is u without a password, for messages.

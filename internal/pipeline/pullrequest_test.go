@@ -2,12 +2,16 @@ package pipeline_test
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
@@ -32,9 +36,11 @@ func TestPullRequestPromotion(t *testing.T) {
 	stagingNS := ns(t, mgmt.Client)
 	deploy(t, mgmt.Client, pns, "web", "1")
 	deploy(t, mgmt.Client, stagingNS, "web", "1")
+	// The credentials may go to the test's git server, a plain http one.
 	g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pns, Name: "git"},
-		Data:       map[string][]byte{v1alpha1.SecretKeyGitUsername: []byte("bot"), v1alpha1.SecretKeyGitPassword: []byte("token-1")},
+		ObjectMeta: metav1.ObjectMeta{Namespace: pns, Name: "git", Annotations: map[string]string{
+			v1alpha1.AnnotationAllowedURLs: git.URL, v1alpha1.AnnotationAllowInsecureHTTP: "true"}},
+		Data: map[string][]byte{v1alpha1.SecretKeyGitUsername: []byte("bot"), v1alpha1.SecretKeyGitPassword: []byte("token-1")},
 	})).To(Succeed())
 
 	pipelineWith := func(name, yamlPath string) *v1alpha1.Pipeline {
@@ -107,4 +113,95 @@ func TestPullRequestPromotion(t *testing.T) {
 	g.Expect(meta.IsStatusConditionFalse(failed.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
 	g.Expect(envStatus(failed, "staging").LastPromotion).To(BeNil())
 	g.Expect(gittest.Git(t, bare, "for-each-ref", "refs/heads/promote/web-broken/")).To(BeEmpty())
+}
+
+// The git credentials go only where their Secret allows (annotation allowed-urls, https
+// unless allow-insecure-http): each pipeline whose Secret does not allow its URL — every URL
+// reaching the same git server — fails its promotion with PromotionFailed and an Event naming
+// the field, the Secret and the rule, and the server gets no request at all; a pipeline whose
+// Secret allows the URL pushes.
+func TestPullRequestPromotionSendsCredentialsOnlyWhereTheSecretAllows(t *testing.T) {
+	ctx := context.Background()
+	g := NewWithT(t)
+	refusedGit := gittest.NewServer(t, "bot", "token-1")
+	refusedURL := refusedGit.CreateRepo(t, "fleet", map[string]string{"staging/web.yaml": "image:\n  tag: \"1\"\n"})
+	allowedGit := gittest.NewServer(t, "bot", "token-1")
+	allowedURL := allowedGit.CreateRepo(t, "fleet", map[string]string{"staging/web.yaml": "image:\n  tag: \"1\"\n"})
+	logNS := ns(t, mgmt.Client)
+	startController(t, logNS)
+	pns := ns(t, mgmt.Client)
+	stagingNS := ns(t, mgmt.Client)
+	deploy(t, mgmt.Client, pns, "web", "1")
+	deploy(t, mgmt.Client, stagingNS, "web", "1")
+	insecure := v1alpha1.AnnotationAllowInsecureHTTP
+	cases := []struct {
+		pipeline, url string
+		annotations   map[string]string
+		rule          string // empty: allowed
+	}{
+		{"no-annotation", refusedURL, map[string]string{insecure: "true"},
+			"has no annotation release-controller.dev/allowed-urls, so it is sent nowhere: add it"},
+		{"plain-http", refusedURL, map[string]string{v1alpha1.AnnotationAllowedURLs: refusedGit.URL},
+			`is plain http: the Secret goes over https only, unless it has the annotation release-controller.dev/allow-insecure-http: "true"`},
+		{"longer-segment", refusedURL, map[string]string{v1alpha1.AnnotationAllowedURLs: refusedGit.URL + "/flee", insecure: "true"},
+			"is under none of the prefixes of the Secret's annotation release-controller.dev/allowed-urls (" + refusedGit.URL + "/flee)"},
+		{"userinfo", strings.Replace(refusedURL, "http://", "http://bot@", 1), map[string]string{v1alpha1.AnnotationAllowedURLs: refusedGit.URL, insecure: "true"},
+			"user name or password"},
+		{"allowed", allowedURL, map[string]string{v1alpha1.AnnotationAllowedURLs: "https://git.example.com/org\n" + allowedGit.URL + "/fleet.git", insecure: "true"}, ""},
+	}
+	for _, tc := range cases {
+		g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: pns, Name: tc.pipeline, Annotations: tc.annotations},
+			Data:       map[string][]byte{v1alpha1.SecretKeyGitUsername: []byte("bot"), v1alpha1.SecretKeyGitPassword: []byte("token-1")},
+		})).To(Succeed())
+		g.Expect(mgmt.Client.Create(ctx, &v1alpha1.Pipeline{
+			ObjectMeta: metav1.ObjectMeta{Namespace: pns, Name: tc.pipeline},
+			Spec: v1alpha1.PipelineSpec{
+				AppRef: v1alpha1.AppReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Container: "web"},
+				Environments: []v1alpha1.Environment{
+					{Name: "dev", Targets: []v1alpha1.Target{{Namespace: pns}}},
+					{Name: "staging", Targets: []v1alpha1.Target{{Namespace: stagingNS}},
+						Promotion: &v1alpha1.Promotion{Strategy: v1alpha1.StrategyPullRequest, PullRequest: &v1alpha1.PullRequestPromotion{
+							URL: tc.url, Path: "staging/web.yaml", YAMLPath: "image.tag",
+							SecretRef: &v1alpha1.GitCredentialsReference{Name: tc.pipeline},
+						}}},
+				},
+			},
+		})).To(Succeed())
+	}
+
+	// dev rolls out 2: every pipeline promotes staging.
+	setImage(t, mgmt.Client, pns, "web", "2")
+	rollOut(t, mgmt.Client, pns, "web")
+	for _, tc := range cases {
+		key := types.NamespacedName{Namespace: pns, Name: tc.pipeline}
+		if tc.rule == "" {
+			waitPipeline(t, key, "staging promoted to 2", func(p *v1alpha1.Pipeline) bool {
+				lp := envStatus(p, "staging").LastPromotion
+				return lp != nil && lp.Revision == "2"
+			})
+			continue
+		}
+		field := "is not sent to spec.environments[1].promotion.pullRequest.url: "
+		failed := waitPipeline(t, key, "PromotionFailed", func(p *v1alpha1.Pipeline) bool {
+			return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPromotionFailed)
+		})
+		c := meta.FindStatusCondition(failed.Status.Conditions, v1alpha1.ConditionPromotionFailed)
+		g.Expect(c.Message).To(And(ContainSubstring("promoting 2 to staging: the git credentials Secret "+tc.pipeline+" "+field), ContainSubstring(tc.rule)), tc.pipeline)
+		g.Expect(envStatus(failed, "staging").LastPromotion).To(BeNil())
+		g.Eventually(func(g Gomega) {
+			var list eventsv1.EventList
+			g.Expect(mgmt.Client.List(ctx, &list, client.InNamespace(pns))).To(Succeed())
+			g.Expect(slices.ContainsFunc(list.Items, func(e eventsv1.Event) bool {
+				return e.Regarding.Name == tc.pipeline && e.Type == corev1.EventTypeWarning && e.Reason == v1alpha1.EventPromotionFailed &&
+					strings.Contains(e.Note, "the git credentials Secret "+tc.pipeline+" "+field) && strings.Contains(e.Note, tc.rule)
+			})).To(BeTrue(), "events: %+v", list.Items)
+		}).WithTimeout(waitTimeout).Should(Succeed())
+	}
+	// The refused URLs' server never saw a request, with or without the credentials; the
+	// allowed one was pushed to with them.
+	g.Expect(refusedGit.Authorized.Load()).To(BeZero())
+	g.Expect(refusedGit.Refused.Load()).To(BeZero())
+	g.Expect(allowedGit.Authorized.Load()).To(BeNumerically(">", 0))
+	g.Expect(gittest.Git(t, allowedGit.Bare("fleet"), "for-each-ref", "--format=%(refname)", "refs/heads/promote/")).To(Equal("refs/heads/promote/allowed/staging/2"))
 }

@@ -42,7 +42,9 @@ func TestFaultJira(t *testing.T) {
 	jiraURL, moves := countMoves(t, srv)
 	ns, logNS := env.Namespace(t), env.Namespace(t)
 	t.Cleanup(func() { deleteReleaseObjects(t, ns) }) // after the controller stops
-	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jira-token"},
+	// The token may go to the test's Jira, a plain http server.
+	if err := env.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "jira-token",
+		Annotations: map[string]string{v1alpha1.AnnotationAllowedURLs: jiraURL, v1alpha1.AnnotationAllowInsecureHTTP: "true"}},
 		StringData: map[string]string{jira.SecretKeyToken: srv.Token}}); err != nil {
 		t.Fatal(err)
 	}

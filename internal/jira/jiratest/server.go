@@ -49,6 +49,9 @@ func DefaultWorkflow() map[string][]jira.Transition {
 type Request struct {
 	Method string
 	Path   string
+	// Authorization is the request's Authorization header, so that tests can tell where a
+	// credential was sent.
+	Authorization string
 }
 
 // Server is a running Jira.
@@ -226,7 +229,7 @@ var (
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Authorization: r.Header.Get("Authorization")})
 	if s.stalls > 0 {
 		s.stalls--
 		s.mu.Unlock()
