@@ -58,6 +58,9 @@ const (
 	// EventClusterUnreachable (Warning): a target's cluster cannot be reached or its
 	// kubeconfig Secret cannot be used.
 	EventClusterUnreachable = "ClusterUnreachable"
+	// EventTargetForbidden (Warning): the pipeline's service account may not get a local
+	// target's app; the target is neither shown nor promoted (Ready=False, TargetForbidden).
+	EventTargetForbidden = "TargetForbidden"
 	// EventInvalidApp (Warning): the pipeline's appRef names no kind the controller can read.
 	EventInvalidApp = "InvalidApp"
 )

@@ -473,6 +473,11 @@ const (
 	// ReasonTargetsNotObserved (Ready=False): some target's app is missing or its cluster's
 	// cache is not synced yet; the message names them.
 	ReasonTargetsNotObserved = "TargetsNotObserved"
+	// ReasonTargetForbidden (Ready=False): the pipeline's service account may not get the app
+	// of a local target (a SubjectAccessReview said so): the target shows no revision or
+	// readiness and nothing is promoted from or into it until the account may; the message
+	// names the account, the resource, the app and the namespace.
+	ReasonTargetForbidden = "TargetForbidden"
 	// ReasonClusterUnreachable (Ready=False, ClusterUnreachable=True): a cluster did not answer.
 	ReasonClusterUnreachable = "ClusterUnreachable"
 	// ReasonKubeconfigInvalid (Ready=False, ClusterUnreachable=True): a clusterRef's Secret is

@@ -78,9 +78,14 @@ type Reconciler struct {
 	// InsecureKubeconfigExec lets kubeconfigs from Secrets run plugins and name files
 	// (clusters.CheckKubeconfig).
 	InsecureKubeconfigExec bool
+	// AccessTTL is how long the answer to "may the pipeline's account get this local
+	// target's app?" is reused, and how soon a pipeline with a target hidden from its account
+	// is reconciled again; zero uses DefaultAccessTTL.
+	AccessTTL time.Duration
 
 	events  chan event.GenericEvent
 	report  eventlog.Recorder
+	access  *appAccess
 	pending pendingRecords
 	// written holds the status writes the cache may not show yet; deferred, the pipelines
 	// whose observation-only status change waits to be written with the ones that follow.
@@ -92,7 +97,8 @@ type Reconciler struct {
 // ReleaseStreams (a source) and the payload each names as its newest accepted; kubeconfig Secrets (metadata watched, data read when it changed);
 // notification keys; the app objects of local targets (Deployments, the kind the generated
 // role covers: another kind on the local cluster needs a role binding of its own), watched
-// with its own rights and written as the pipeline's service account (impersonate; the
+// with its own rights, shown only when a SubjectAccessReview says the pipeline's service
+// account may get them, and written as that account (impersonate; the
 // controller's own patch is for a controller run with --default-service-account="" only); and the
 // release log (promotion entries; releaselog's markers grant it).
 // +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines,verbs=list;watch
@@ -102,6 +108,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;patch
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 
 // SetupWithManager registers the controller, the clusters manager and the indexes with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
@@ -111,6 +118,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	r.written.Clock, r.deferred.Clock = r.Clock, r.Clock
 	if r.Workers == 0 {
 		r.Workers = DefaultWorkers
+	}
+	if r.AccessTTL == 0 {
+		r.AccessTTL = DefaultAccessTTL
 	}
 	if r.Notifier == nil {
 		r.Notifier = NewNotifier()
@@ -126,6 +136,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	r.events = make(chan event.GenericEvent, 1024)
 	r.report = eventlog.Recorder{Events: mgr.GetEventRecorder(eventlog.Reporter)}
+	r.access = newAppAccess(r.Client, mgr.GetRESTMapper(), r.AccessTTL)
 	if r.Clusters == nil {
 		r.Clusters = NewClusters(mgr.GetConfig(), r.Client, r.APIReader, r.enqueue)
 	}
@@ -226,11 +237,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.report.Fail(ctx, &p, v1alpha1.EventInvalidApp, "Observe", "reading the pipeline's app", err)
 		return ctrl.Result{}, nil
 	}
-	views, err := r.Clusters.Sync(ctx, req.NamespacedName, &p, app, TenantOf(&p, r.DefaultServiceAccount))
+	tenant := TenantOf(&p, r.DefaultServiceAccount)
+	views, err := r.Clusters.Sync(ctx, req.NamespacedName, &p, app, tenant)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	obs, err := r.observe(ctx, &p, app, views)
+	obs, err := r.observe(ctx, &p, app, views, tenant)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -261,7 +273,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	status := p.Status.DeepCopy()
 	status.Environments = envs
 	status.ObservedGeneration = p.Generation
-	SetConditions(&status.Conditions, p.Generation, envs, obs.problems, outcome, now)
+	SetConditions(&status.Conditions, p.Generation, envs, obs.problems, obs.hiddenMessages(), outcome, now)
 	if equality.Semantic.DeepEqual(&p.Status, status) {
 		r.deferred.Close(req.NamespacedName)
 	} else {
@@ -287,29 +299,75 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if unreachableChanged(p.Status.Conditions, status.Conditions) {
 			r.reportClusters(ctx, &p, obs.problems)
 		}
+		for _, msg := range NewlyHidden(&p.Status, obs.hidden) {
+			r.report.Warningf(ctx, &p, nil, v1alpha1.EventTargetForbidden, "Observe", "%s", msg)
+		}
 	}
 	if outcome.Err != nil {
 		// Retried with the controller's backoff; PromotionFailed says why meanwhile.
 		return ctrl.Result{}, outcome.Err
 	}
+	// Nothing watched tells of a grant (a RoleBinding): a refused read is tried again, a
+	// hidden target once its answer's cache entry has expired.
+	var retry time.Duration
 	if slices.ContainsFunc(obs.problems, func(c ClusterProblem) bool { return c.Forbidden }) {
-		return ctrl.Result{RequeueAfter: TenantRetry}, nil
+		retry = TenantRetry
 	}
-	return ctrl.Result{}, nil
+	if len(obs.hidden) > 0 && (retry == 0 || r.AccessTTL < retry) {
+		retry = r.AccessTTL
+	}
+	return ctrl.Result{RequeueAfter: retry}, nil
 }
 
 // observation is what a reconcile read of a pipeline's world: each target's app (objects, nil
-// where missing or unread) and what it says (targets), the clusters that could not be read,
-// and the source stream's newest accepted tag.
+// where missing, unread or hidden) and what it says (targets), the clusters that could not be
+// read, the targets hidden from the pipeline's account, and the source stream's newest
+// accepted tag.
 type observation struct {
 	targets  [][]TargetObservation
 	objects  [][]*unstructured.Unstructured
 	problems []ClusterProblem
+	hidden   []HiddenTarget
 	source   string
 }
 
-// observe reads every target from its cluster's informer, and the source stream.
-func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.Pipeline, app App, views map[ClusterKey]ClusterView) (observation, error) {
+// HiddenTarget is a target whose app the pipeline's service account may not get.
+type HiddenTarget struct {
+	// Env and Target index the spec's environments and the environment's targets.
+	Env, Target int
+	// Message is TargetHidden's.
+	Message string
+}
+
+// hiddenMessages are the hidden targets' messages, each once.
+func (o observation) hiddenMessages() []string {
+	var msgs []string
+	for _, h := range o.hidden {
+		if !slices.Contains(msgs, h.Message) {
+			msgs = append(msgs, h.Message)
+		}
+	}
+	return msgs
+}
+
+// NewlyHidden are the messages of the hidden targets whose status in before did not say so
+// yet (each message once): what a Warning Event reports when the status first hides them. It
+// is pure.
+func NewlyHidden(before *v1alpha1.PipelineStatus, hidden []HiddenTarget) []string {
+	var msgs []string
+	for _, h := range hidden {
+		shown := h.Env < len(before.Environments) && h.Target < len(before.Environments[h.Env].Targets) &&
+			before.Environments[h.Env].Targets[h.Target].Message == h.Message
+		if !shown && !slices.Contains(msgs, h.Message) {
+			msgs = append(msgs, h.Message)
+		}
+	}
+	return msgs
+}
+
+// observe reads every target from its cluster's informer, and the source stream. A local
+// target is read only when the pipeline's account (tenant) may get its app.
+func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.Pipeline, app App, views map[ClusterKey]ClusterView, tenant string) (observation, error) {
 	obs := observation{
 		targets: make([][]TargetObservation, len(p.Spec.Environments)),
 		objects: make([][]*unstructured.Unstructured, len(p.Spec.Environments)),
@@ -321,29 +379,43 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.Pipeline, app App,
 		for j, t := range env.Targets {
 			ck := ClusterKeyOf(p.Namespace, t)
 			view := views[ck]
-			switch {
-			case view.Problem != nil:
+			if view.Problem != nil {
 				obs.targets[i][j] = TargetObservation{Unreachable: view.Problem.Message}
 				if !seenProblem[ck] {
 					seenProblem[ck] = true
 					obs.problems = append(obs.problems, *view.Problem)
 				}
-			case !view.Synced(app.GVK):
-				obs.targets[i][j] = TargetObservation{Unknown: true, Observation: Observation{Message: "waiting for the cluster's cache of " + app.GVK.Kind + " to sync"}}
-			default:
-				u := &unstructured.Unstructured{}
-				u.SetGroupVersionKind(app.GVK)
-				err := view.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: app.Name}, u)
-				switch {
-				case apierrors.IsNotFound(err):
-					u = nil
-				case err != nil:
-					obs.targets[i][j] = TargetObservation{Unknown: true, Observation: Observation{Message: err.Error()}}
+				continue
+			}
+			if needsAccessCheck(tenant, t) {
+				// The informer reads with the controller's rights: the pipeline sees only
+				// what its account may get.
+				hidden, err := r.hiddenTarget(ctx, tenant, app, t)
+				if err != nil {
+					return obs, err
+				}
+				if hidden != "" {
+					obs.targets[i][j] = TargetObservation{Hidden: hidden}
+					obs.hidden = append(obs.hidden, HiddenTarget{Env: i, Target: j, Message: hidden})
 					continue
 				}
-				obs.objects[i][j] = u
-				obs.targets[i][j] = TargetObservation{Observation: app.Observe(u)}
 			}
+			if !view.Synced(app.GVK) {
+				obs.targets[i][j] = TargetObservation{Unknown: true, Observation: Observation{Message: "waiting for the cluster's cache of " + app.GVK.Kind + " to sync"}}
+				continue
+			}
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(app.GVK)
+			err := view.Reader.Get(ctx, types.NamespacedName{Namespace: t.Namespace, Name: app.Name}, u)
+			switch {
+			case apierrors.IsNotFound(err):
+				u = nil
+			case err != nil:
+				obs.targets[i][j] = TargetObservation{Unknown: true, Observation: Observation{Message: err.Error()}}
+				continue
+			}
+			obs.objects[i][j] = u
+			obs.targets[i][j] = TargetObservation{Observation: app.Observe(u)}
 		}
 	}
 	if s := p.Spec.Source; s != nil {
@@ -354,6 +426,20 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.Pipeline, app App,
 		obs.source = source
 	}
 	return obs, nil
+}
+
+// hiddenTarget says why the pipeline acting as tenant may not see local target t's app
+// (TargetHidden), asking a SubjectAccessReview (cached); "" when it may.
+func (r *Reconciler) hiddenTarget(ctx context.Context, tenant string, app App, t v1alpha1.Target) (string, error) {
+	res, err := r.access.resource(app.GVK)
+	if err != nil {
+		return "", err
+	}
+	answer, err := r.access.mayGet(ctx, tenant, res, t.Namespace, app.Name)
+	if err != nil {
+		return "", err
+	}
+	return TargetHidden(tenant, t, res, app.Name, &answer), nil
 }
 
 // acceptedSource returns the tag of the source stream's newest accepted payload, or "" when

@@ -21,6 +21,9 @@ type TargetObservation struct {
 	// Unknown is set when the cluster answers but the app could not be read yet (its
 	// informer has not synced, a read failed): nothing is known of the app either.
 	Unknown bool
+	// Hidden says why the pipeline's service account may not see the app (TargetHidden):
+	// nothing of it is shown, and nothing is promoted from or into its environment.
+	Hidden string
 }
 
 // Action is a promotion to carry out: revision into environment Env.
@@ -46,8 +49,8 @@ func PromotionID(uid, env, revision string) string {
 // progress, or one a person rolled back: not redone). The first environment is due the
 // source's revision on the same terms. An environment that asks for approval gets
 // WaitingApproval instead, until an approval of that revision is recorded. An environment with
-// a target not observed (an unreachable cluster, a cache not synced yet) is neither promoted
-// nor promotes the next.
+// a target not observed (an unreachable cluster, a cache not synced yet, an app the pipeline's
+// account may not get) is neither promoted nor promotes the next.
 func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision string, now time.Time) ([]v1alpha1.EnvironmentStatus, []Action) {
 	previous := map[string]*v1alpha1.EnvironmentStatus{}
 	for i := range p.Status.Environments {
@@ -120,6 +123,11 @@ func observeTargets(s *v1alpha1.EnvironmentStatus, targets []v1alpha1.Target, ob
 			reachable = false
 			ts.Ready = false
 		}
+		if o.Hidden != "" {
+			// Whatever was read of the app stays out of the status.
+			reachable = false
+			ts.Revision, ts.Ready, ts.Message = "", false, o.Hidden
+		}
 		s.Targets = append(s.Targets, ts)
 	}
 	s.Revision, s.Ready = environmentRevision(s.Targets)
@@ -190,9 +198,10 @@ type PromotionOutcome struct {
 }
 
 // SetConditions sets the pipeline's conditions from one reconcile: the clusters it could not
-// read, its promotions, and whether every target was observed. It is pure but for conditions'
+// read, the targets hidden from its service account (TargetHidden's messages), its
+// promotions, and whether every target was observed. It is pure but for conditions'
 // transition times (now).
-func SetConditions(conds *[]metav1.Condition, generation int64, envs []v1alpha1.EnvironmentStatus, problems []ClusterProblem, promo PromotionOutcome, now time.Time) {
+func SetConditions(conds *[]metav1.Condition, generation int64, envs []v1alpha1.EnvironmentStatus, problems []ClusterProblem, hidden []string, promo PromotionOutcome, now time.Time) {
 	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
 		c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: generation}
 		if old := meta.FindStatusCondition(*conds, typ); old == nil || old.Status != status {
@@ -245,6 +254,8 @@ func SetConditions(conds *[]metav1.Condition, generation int64, envs []v1alpha1.
 	switch {
 	case len(problems) > 0:
 		set(v1alpha1.ConditionPipelineReady, metav1.ConditionFalse, unreachableReason, strings.Join(msgs, "; "))
+	case len(hidden) > 0:
+		set(v1alpha1.ConditionPipelineReady, metav1.ConditionFalse, v1alpha1.ReasonTargetForbidden, truncate(strings.Join(hidden, "; "), 1024))
 	case meta.IsStatusConditionTrue(*conds, v1alpha1.ConditionPromotionFailed):
 		set(v1alpha1.ConditionPipelineReady, metav1.ConditionFalse, v1alpha1.ReasonPromotionFailed,
 			meta.FindStatusCondition(*conds, v1alpha1.ConditionPromotionFailed).Message)

@@ -90,6 +90,13 @@ func TestPlan(t *testing.T) {
 			observed: [][]TargetObservation{{at("2", true)}, {{Unknown: true}, at("1", true)}, {at("1", true)}}},
 		{name: "unreachable prod target: staging ready, prod not promoted",
 			observed: [][]TargetObservation{{at("2", true)}, {at("2", true), at("2", true)}, {unreachable}}},
+		{name: "dev hidden from the account: the source is not promoted into it, nor it into staging",
+			source:   "3",
+			observed: [][]TargetObservation{{{Hidden: "account x may not get"}}, {at("1", true), at("1", true)}, {at("1", true)}}},
+		{name: "a hidden target whose app was read anyway: nothing of it counts",
+			observed: [][]TargetObservation{{{Hidden: "account x may not get", Observation: Observation{Found: true, Revision: "2", Ready: true}}}, {at("1", true), at("1", true)}, {at("1", true)}}},
+		{name: "a staging target hidden: staging neither promoted nor promoting",
+			observed: [][]TargetObservation{{at("3", true)}, {{Hidden: "account x may not get"}, at("2", true)}, {at("1", true)}}},
 		{name: "two environments due at once",
 			observed: [][]TargetObservation{{at("3", true)}, {at("2", true), at("2", true)}, {at("1", true)}},
 			want:     []Action{{Env: 1, Revision: "3"}, {Env: 2, Revision: "2"}}},
@@ -113,6 +120,23 @@ func TestPlan(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A hidden target shows TargetHidden's message and nothing of its app, even what was read.
+func TestPlanShowsNothingOfAHiddenTarget(t *testing.T) {
+	p := threeEnvs(false)
+	p.Status.Environments = []v1alpha1.EnvironmentStatus{{Name: "dev", Revision: "7", Ready: true,
+		Targets: []v1alpha1.TargetStatus{{Namespace: "dev", Revision: "7", Ready: true}}}}
+	const why = "account system:serviceaccount:a:default may not get deployments.apps web in namespace dev"
+	observed := [][]TargetObservation{{{Hidden: why, Observation: Observation{Found: true, Revision: "7", Ready: true, Message: "rolled out"}}}, {at("7", true), at("7", true)}, {at("7", true)}}
+	envs, actions := Plan(p, observed, "8", t0)
+	if len(actions) != 0 {
+		t.Errorf("actions = %+v, want none", actions)
+	}
+	want := v1alpha1.EnvironmentStatus{Name: "dev", Targets: []v1alpha1.TargetStatus{{Namespace: "dev", Message: why}}}
+	if diff := cmp.Diff(want, envs[0]); diff != "" {
+		t.Errorf("dev (-want +got):\n%s", diff)
 	}
 }
 
@@ -141,25 +165,33 @@ func TestSetConditions(t *testing.T) {
 		name     string
 		envs     []v1alpha1.EnvironmentStatus
 		problems []ClusterProblem
+		hidden   []string
 		promo    PromotionOutcome
 		want     map[string]string // type -> status/reason
 	}{
-		{"all observed", observedAll, nil, PromotionOutcome{}, map[string]string{
+		{"all observed", observedAll, nil, nil, PromotionOutcome{}, map[string]string{
 			"Ready": "True/TargetsObserved", "ClusterUnreachable": "False/ClustersReachable", "PromotionFailed": "False/NoPromotion"}},
-		{"missing target", missing, nil, PromotionOutcome{}, map[string]string{"Ready": "False/TargetsNotObserved"}},
-		{"unreachable", observedAll, []ClusterProblem{{Cluster: "leaf", Message: "refused"}}, PromotionOutcome{}, map[string]string{
+		{"missing target", missing, nil, nil, PromotionOutcome{}, map[string]string{"Ready": "False/TargetsNotObserved"}},
+		{"unreachable", observedAll, []ClusterProblem{{Cluster: "leaf", Message: "refused"}}, nil, PromotionOutcome{}, map[string]string{
 			"Ready": "False/ClusterUnreachable", "ClusterUnreachable": "True/ClusterUnreachable"}},
-		{"bad kubeconfig wins", observedAll, []ClusterProblem{{Cluster: "a", Message: "x"}, {Cluster: "b", Invalid: true, Message: "no key value"}}, PromotionOutcome{},
+		{"bad kubeconfig wins", observedAll, []ClusterProblem{{Cluster: "a", Message: "x"}, {Cluster: "b", Invalid: true, Message: "no key value"}}, nil, PromotionOutcome{},
 			map[string]string{"ClusterUnreachable": "True/KubeconfigInvalid"}},
-		{"promotion failed", observedAll, nil, PromotionOutcome{Attempted: true, Err: errors.New("patch refused")}, map[string]string{
+		{"promotion failed", observedAll, nil, nil, PromotionOutcome{Attempted: true, Err: errors.New("patch refused")}, map[string]string{
 			"Ready": "False/PromotionFailed", "PromotionFailed": "True/PromotionFailed"}},
-		{"promotion succeeded", observedAll, nil, PromotionOutcome{Attempted: true}, map[string]string{
+		{"promotion succeeded", observedAll, nil, nil, PromotionOutcome{Attempted: true}, map[string]string{
 			"Ready": "True/TargetsObserved", "PromotionFailed": "False/PromotionSucceeded"}},
+		{"a target hidden from the account", missing, nil, []string{"account x may not get deployments.apps web in namespace b"}, PromotionOutcome{}, map[string]string{
+			"Ready": "False/TargetForbidden", "ClusterUnreachable": "False/ClustersReachable"}},
+		{"a hidden target before a failed promotion", observedAll, nil, []string{"account x may not get deployments.apps web in namespace b"},
+			PromotionOutcome{Attempted: true, Err: errors.New("patch refused")}, map[string]string{
+				"Ready": "False/TargetForbidden", "PromotionFailed": "True/PromotionFailed"}},
+		{"an unreachable cluster before a hidden target", observedAll, []ClusterProblem{{Cluster: "leaf", Message: "refused"}}, []string{"account x may not get deployments.apps web in namespace b"},
+			PromotionOutcome{}, map[string]string{"Ready": "False/ClusterUnreachable"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var conds []metav1.Condition
-			SetConditions(&conds, 3, tt.envs, tt.problems, tt.promo, t0)
+			SetConditions(&conds, 3, tt.envs, tt.problems, tt.hidden, tt.promo, t0)
 			for typ, want := range tt.want {
 				c := meta.FindStatusCondition(conds, typ)
 				if c == nil {
@@ -177,13 +209,13 @@ func TestSetConditions(t *testing.T) {
 	// A success stays (with its transition time) while nothing is due; a failure ends once
 	// its promotion is no longer due.
 	var conds []metav1.Condition
-	SetConditions(&conds, 1, observedAll, nil, PromotionOutcome{Attempted: true}, t0)
-	SetConditions(&conds, 1, observedAll, nil, PromotionOutcome{}, t0.Add(time.Minute))
+	SetConditions(&conds, 1, observedAll, nil, nil, PromotionOutcome{Attempted: true}, t0)
+	SetConditions(&conds, 1, observedAll, nil, nil, PromotionOutcome{}, t0.Add(time.Minute))
 	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionPromotionFailed); c.Reason != v1alpha1.ReasonPromotionSucceeded || !c.LastTransitionTime.Time.Equal(t0) {
 		t.Errorf("a success was forgotten: %+v", c)
 	}
-	SetConditions(&conds, 1, observedAll, nil, PromotionOutcome{Attempted: true, Err: errors.New("x")}, t0)
-	SetConditions(&conds, 1, observedAll, nil, PromotionOutcome{}, t0.Add(time.Minute))
+	SetConditions(&conds, 1, observedAll, nil, nil, PromotionOutcome{Attempted: true, Err: errors.New("x")}, t0)
+	SetConditions(&conds, 1, observedAll, nil, nil, PromotionOutcome{}, t0.Add(time.Minute))
 	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionPromotionFailed); c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonNoPromotion {
 		t.Errorf("a failure of a promotion no longer due stays: %+v", c)
 	}

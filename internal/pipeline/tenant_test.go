@@ -50,7 +50,8 @@ func TestTenantOf(t *testing.T) {
 
 // startTenantController runs the pipeline controller as startController does, acting as
 // defaultAccount for pipelines that name no service account, with insecureExec as
-// --insecure-kubeconfig-exec.
+// --insecure-kubeconfig-exec. Its answers to "may the account get this target's app?" last
+// tenantAccessTTL, so that a grant is seen soon.
 func startTenantController(t *testing.T, logNamespace, defaultAccount string, insecureExec bool) {
 	t.Helper()
 	opts := manager.Options{MetricsAddr: "0", ProbeAddr: "0", SkipControllerNameValidation: true,
@@ -62,7 +63,7 @@ func startTenantController(t *testing.T, logNamespace, defaultAccount string, in
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &pipeline.Reconciler{
 		Log:                   releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), releaselog.Options{Namespace: logNamespace}),
-		DefaultServiceAccount: defaultAccount, InsecureKubeconfigExec: insecureExec,
+		DefaultServiceAccount: defaultAccount, InsecureKubeconfigExec: insecureExec, AccessTTL: tenantAccessTTL,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		t.Fatal(err)
@@ -77,6 +78,9 @@ func startTenantController(t *testing.T, logNamespace, defaultAccount string, in
 		}
 	})
 }
+
+// tenantAccessTTL is the tenant controllers' pipeline.Reconciler.AccessTTL.
+const tenantAccessTTL = 2 * time.Second
 
 // grant binds account of namespace accountNS to a Role of namespace with rules.
 func grant(t *testing.T, namespace, accountNS, account string, rules ...rbacv1.PolicyRule) {
@@ -97,6 +101,9 @@ func grant(t *testing.T, namespace, accountNS, account string, rules ...rbacv1.P
 
 // editDeployments is what a pipeline's account needs on the Deployments it promotes.
 var editDeployments = rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "list", "watch", "patch", "update"}}
+
+// readDeployments lets a pipeline's account see the Deployments of a namespace, not change them.
+var readDeployments = rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}}
 
 // waitEvent waits for a Warning Event of reason on the pipeline whose note holds every part.
 func waitEvent(t *testing.T, key types.NamespacedName, reason string, parts ...string) {
@@ -120,10 +127,12 @@ func waitEvent(t *testing.T, key types.NamespacedName, reason string, parts ...s
 
 // TestAPipelineActsAsItsServiceAccount: the patch strategy writes a local target as the
 // pipeline's service account (impersonated), so the API server's RBAC decides. A pipeline of
-// namespace A whose target is a Deployment of namespace B, where A's default account has no
-// rights, is refused with the API server's Forbidden (PromotionFailed, an Event) and B's
-// Deployment stays as it was; a pipeline of A naming an account that may edit A's
+// namespace A whose target is a Deployment of namespace B, where A's default account may get
+// but not patch, is refused with the API server's Forbidden (PromotionFailed, an Event) and
+// B's Deployment stays as it was; a pipeline of A naming an account that may edit A's
 // Deployments promotes into A. Before the change the controller patched B with its own rights.
+// (Both accounts may get the source environment's Deployment: a target the account may not
+// get is not even shown, TestATargetTheAccountMayNotGetIsHidden.)
 func TestAPipelineActsAsItsServiceAccount(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
@@ -142,7 +151,9 @@ func TestAPipelineActsAsItsServiceAccount(t *testing.T) {
 	}
 	app := v1alpha1.AppReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Container: "web"}
 
-	// Into another tenant's namespace, as A's default account: refused.
+	// Into another tenant's namespace, as A's default account, which may read it: refused.
+	grant(t, source, tenant, "default", readDeployments)
+	grant(t, other, tenant, "default", readDeployments)
 	intruder := &v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "intruder"}, Spec: v1alpha1.PipelineSpec{AppRef: app, Environments: envs(other)}}
 	g.Expect(mgmt.Client.Create(ctx, intruder)).To(Succeed())
 	t.Cleanup(func() { _ = mgmt.Client.Delete(context.Background(), intruder) })
@@ -163,6 +174,7 @@ func TestAPipelineActsAsItsServiceAccount(t *testing.T) {
 	g.Expect(slices.ContainsFunc(d.ManagedFields, func(f metav1.ManagedFieldsEntry) bool { return f.Manager == pipeline.FieldManager })).To(BeFalse())
 
 	// Into its own namespace, as an account granted edit on Deployments there: promoted.
+	grant(t, source, tenant, "deployer", readDeployments)
 	grant(t, tenant, tenant, "deployer", editDeployments)
 	own := &v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: tenant, Name: "own"},
 		Spec: v1alpha1.PipelineSpec{AppRef: app, Environments: envs(tenant), ServiceAccountName: "deployer"}}
