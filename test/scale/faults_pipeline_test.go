@@ -81,14 +81,16 @@ func TestFaultRemoteCluster(t *testing.T) {
 		}
 	}
 	// The controller acts as the pipelines' account (their namespace's default, the binary's
-	// --default-service-account): it reads the leaf's kubeconfig and patches local stagings.
+	// --default-service-account): it reads the leaf's kubeconfig, sees the local devs (a
+	// local target the account may not get is hidden) and sees and patches local stagings.
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "default"}}
-	for namespace, rule := range map[string]rbacv1.PolicyRule{
-		ns:           {APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{leafCluster}, Verbs: []string{"get"}},
-		localStaging: {APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch"}},
+	for namespace, rules := range map[string][]rbacv1.PolicyRule{
+		ns: {{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{leafCluster}, Verbs: []string{"get"}},
+			{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get"}}},
+		localStaging: {{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch"}}},
 	} {
 		for _, obj := range []client.Object{
-			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pipelines"}, Rules: []rbacv1.PolicyRule{rule}},
+			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pipelines"}, Rules: rules},
 			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "pipelines"},
 				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pipelines"}, Subjects: subjects},
 		} {
