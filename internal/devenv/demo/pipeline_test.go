@@ -67,7 +67,7 @@ func TestSetupPipelineIsIdempotent(t *testing.T) {
 }
 
 // The account the controller acts as for the demo pipeline (its namespace's default, the
-// controller's --default-service-account) may apply the dev app and read the remote cluster's
+// controller's --default-service-account) may get and apply the dev app and read the remote cluster's
 // kubeconfig, the API server reads prod's approval key as it, and nothing the pipeline does
 // not need: not staging's app (the remote cluster's account applies it), no other Secret.
 func TestPipelineAccountGrants(t *testing.T) {
@@ -83,6 +83,9 @@ func TestPipelineAccountGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := App(opts, opts.EnvironmentNamespace("dev"))
+	if err := tenant.Get(ctx, client.ObjectKeyFromObject(d), &appsv1.Deployment{}); err != nil {
+		t.Errorf("getting the dev app as the pipeline's account (the controller shows a local target only then): %v", err)
+	}
 	if err := tenant.Patch(ctx, d, client.MergeFrom(d.DeepCopy()), client.DryRunAll); err != nil {
 		t.Errorf("patching the dev app as the pipeline's account: %v", err)
 	}
