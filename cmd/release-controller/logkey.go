@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/internal/manager"
@@ -37,7 +41,13 @@ func logKeySecret(flag string) (types.NamespacedName, error) {
 	return types.NamespacedName{Namespace: namespace, Name: name}, nil
 }
 
+// keyRetryInterval spaces the attempts to read the release log key.
+const keyRetryInterval = 2 * time.Second
+
 // releaseLogKey reads the release log key from the Secret flag names, making it when missing.
+// It tries again until it succeeds or ctx ends, as the controllers do with what they cannot
+// reach yet: the API server may be down, or the Role that lets this process read the Secret
+// not in force yet (a fresh install). A Secret that holds too short a key is an error.
 func releaseLogKey(ctx context.Context, cfg *rest.Config, flag string) ([]byte, error) {
 	ref, err := logKeySecret(flag)
 	if err != nil {
@@ -47,5 +57,20 @@ func releaseLogKey(ctx context.Context, cfg *rest.Config, flag string) ([]byte, 
 	if err != nil {
 		return nil, err
 	}
-	return releaselog.EnsureKey(ctx, c, ref)
+	var key []byte
+	err = wait.PollUntilContextCancel(ctx, keyRetryInterval, true, func(ctx context.Context) (bool, error) {
+		key, err = releaselog.EnsureKey(ctx, c, ref)
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, releaselog.ErrShortKey):
+			return false, err
+		}
+		ctrl.LoggerFrom(ctx).Error(err, "reading the release log key; trying again", "secret", ref.String(), "in", keyRetryInterval)
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the release log key (Secret %s, --release-log-key-secret): %w", ref, err)
+	}
+	return key, nil
 }

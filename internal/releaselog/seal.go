@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -85,12 +86,15 @@ func mac(key []byte, namespace, day string, e v1alpha1.ReleaseLogEntry) []byte {
 	return h.Sum(nil)[:sealBytes]
 }
 
+// ErrShortKey: the Secret holds no key, or one shorter than MinKeyBytes.
+var ErrShortKey = errors.New("the release log key is too short")
+
 // KeyFromSecret returns the release log key the Secret holds.
 func KeyFromSecret(s *corev1.Secret) ([]byte, error) {
 	key := s.Data[KeySecretKey]
 	if len(key) < MinKeyBytes {
-		return nil, fmt.Errorf("the Secret %s/%s: data.%s holds %d bytes, the release log key needs at least %d (delete the Secret to have a new key made)",
-			s.Namespace, s.Name, KeySecretKey, len(key), MinKeyBytes)
+		return nil, fmt.Errorf("%w: the Secret %s/%s: data.%s holds %d bytes, the release log key needs at least %d (delete the Secret to have a new key made)",
+			ErrShortKey, s.Namespace, s.Name, KeySecretKey, len(key), MinKeyBytes)
 	}
 	return key, nil
 }
@@ -120,7 +124,7 @@ func EnsureKey(ctx context.Context, c client.Client, ref types.NamespacedName) (
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("the release log key (Secret %s, --release-log-key-secret): %w", ref, err)
+		return nil, fmt.Errorf("reading or making the Secret %s: %w", ref, err)
 	}
 	return KeyFromSecret(&s)
 }

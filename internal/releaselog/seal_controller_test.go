@@ -3,6 +3,7 @@ package releaselog_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -115,7 +116,7 @@ func TestEnsureKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = releaselog.EnsureKey(ctx, env.Client, client.ObjectKeyFromObject(short))
-	if err == nil || !strings.Contains(err.Error(), "data.key holds 9 bytes, the release log key needs at least 32") {
+	if !errors.Is(err, releaselog.ErrShortKey) || !strings.Contains(err.Error(), "data.key holds 9 bytes, the release log key needs at least 32") {
 		t.Errorf("a short key: %v", err)
 	}
 }
