@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/releaselog"
 )
 
 func date(s string) time.Time {
@@ -44,6 +45,8 @@ func TestDesiredStatus(t *testing.T) {
 			wantCount: 2, wantValid: metav1.ConditionTrue, wantReason: v1alpha1.ReasonValidDay, wantChanged: earlier},
 		{name: "a name that is not a day", generation: 1, nameErr: errors.New(`"2026-02-30" is not a day`),
 			wantCount: 2, wantValid: metav1.ConditionFalse, wantReason: v1alpha1.ReasonInvalidDay, wantChanged: now},
+		{name: "a day that has not begun", generation: 1, nameErr: fmt.Errorf("%w: 2100-01-01 starts later", releaselog.ErrDayNotBegun),
+			wantCount: 2, wantValid: metav1.ConditionFalse, wantReason: v1alpha1.ReasonFutureDay, wantChanged: now},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
