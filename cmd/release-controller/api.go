@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -78,6 +79,10 @@ directly. With --tls-cert-file and --tls-key-file it serves HTTPS; with --metric
 			// The manager's client reads from its cache, which starts with the manager; the
 			// Secret is read once, now.
 			changeLogs, err := changelog.Setup(cmd.Context(), mgr.GetAPIReader(), clFlags.config(userCacheDir()))
+			if apierrors.IsForbidden(err) {
+				// Its Role grants Secrets of its own namespace only (docs/security.md).
+				return fmt.Errorf("%w: the api reads --git-credentials-secret only in its own namespace (the Role release-controller-api there): create the Secret in that namespace", err)
+			}
 			if err != nil {
 				return err
 			}

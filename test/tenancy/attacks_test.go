@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/testbinary"
 )
 
 // TestAttackExecKubeconfig: tenant A names, as a pipeline target's clusterRef, a Secret of its
@@ -195,4 +196,27 @@ func waitEvent(t *testing.T, namespace, kind, name, reason string) eventsv1.Even
 		g.Expect(ok).To(BeTrue(), "no %s Event on %s %s/%s", reason, kind, namespace, name)
 	}).WithTimeout(waitTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
 	return found
+}
+
+// TestAPIReadsNoTenantSecret: the API server started with --git-credentials-secret naming
+// tenant B's Secret (a mistaken or hostile flag) cannot read it: its ClusterRole reads no
+// Secret and its Role only those of its own namespace, so it stops at start, saying so.
+// Before issue 33 its ClusterRole read every Secret of the cluster.
+func TestAPIReadsNoTenantSecret(t *testing.T) {
+	g := NewWithT(t)
+	b := rc.b
+	asTenant(t, b, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: b.namespace, Name: "git-credentials"},
+		Data: map[string][]byte{"token": []byte("tenant b's git token")}})
+	listen, err := testbinary.FreeAddr()
+	g.Expect(err).NotTo(HaveOccurred())
+	api, err := startBinary("api-b-secret", rc.apiToken, "api", "--listen", listen, "--log-namespace", logNamespace,
+		"--changelog-cache-dir", filepath.Join(workDir, "changelog-cache-b"), "--git-credentials-secret", b.namespace+"/git-credentials")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer api.Stop(30 * time.Second)
+	g.Eventually(api.Exited()).WithTimeout(waitTimeout).Should(BeClosed(), "the api started: %s", api.Tail(10))
+	g.Expect(api.ExitStatus()).NotTo(Equal("exit status 0"))
+	mustContainAll(t, "the api's output", api.Log(),
+		`User "system:serviceaccount:`+systemNamespace+`:release-controller-api" cannot get resource "secrets"`,
+		`in the namespace "`+b.namespace+`"`,
+		"the api reads --git-credentials-secret only in its own namespace")
 }
