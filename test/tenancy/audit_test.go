@@ -110,23 +110,6 @@ func checkNothingOutside(t *testing.T, since time.Time, a *tenant) {
 	}
 }
 
-// refusedRequests returns the requests of user answered with code since since, as strings.
-func refusedRequests(t *testing.T, since time.Time, user string, code int) []string {
-	t.Helper()
-	events, err := readAudit(auditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, e := range events {
-		if e.Stage == "ResponseComplete" && !e.StageTimestamp.Before(since) && e.code() == code &&
-			(e.User.Username == user || e.ImpersonatedUser != nil && e.ImpersonatedUser.Username == user) {
-			out = append(out, e.String())
-		}
-	}
-	return out
-}
-
 // TestOutsideWrites picks the successful writes outside the allowed namespaces since a time.
 func TestOutsideWrites(t *testing.T) {
 	since := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
