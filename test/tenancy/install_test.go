@@ -138,6 +138,8 @@ func startInstall(ctx context.Context) (*install, error) {
 		"--build-image", "registry.example.com/release-controller:tenancy",
 		"--build-service-account", "release-controller-build",
 		"--log-namespace", logNamespace,
+		// The repositories of the Jira test's changelogs, and no other local path.
+		"--git-source-allow", "https://,file://"+filepath.Join(workDir, "git")+"/",
 		"--import-interval", "1s", "--retry-backoff", "500ms", "--retry-backoff-max", "2s"); err != nil {
 		return in, err
 	}
