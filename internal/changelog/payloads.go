@@ -265,7 +265,9 @@ func Setup(ctx context.Context, reader client.Reader, cfg Config) (*Payloads, er
 	}
 	if cfg.OnFetchError == nil {
 		logger := log.Log.WithName("changelog")
-		cfg.OnFetchError = func(url string, err error) { logger.Info("fetching a source repository failed", "url", url, "error", err.Error()) }
+		cfg.OnFetchError = func(url string, err error) {
+			logger.Info("fetching a source repository failed", "url", url, "error", err.Error())
+		}
 	}
 	if err := claimCacheDir(cfg.CacheDir); err != nil {
 		return nil, err

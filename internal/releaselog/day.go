@@ -97,7 +97,7 @@ func CheckDate(date, now time.Time, ttl, skew time.Duration) error {
 	return nil
 }
 
-// ErrDayNotBegun: a day's object exists before the day began (it was written directly, or
+// ErrDayNotBegun says a day's object exists before the day began (it was written directly, or
 // before the admission policy refused such days). Readers do not show it until it begins.
 var ErrDayNotBegun = errors.New("the day has not begun")
 

@@ -86,7 +86,7 @@ func mac(key []byte, namespace, day string, e v1alpha1.ReleaseLogEntry) []byte {
 	return h.Sum(nil)[:sealBytes]
 }
 
-// ErrShortKey: the Secret holds no key, or one shorter than MinKeyBytes.
+// ErrShortKey says the Secret holds no key, or one shorter than MinKeyBytes.
 var ErrShortKey = errors.New("the release log key is too short")
 
 // KeyFromSecret returns the release log key the Secret holds.

@@ -141,7 +141,7 @@ func Prefixes(annotation string) []string {
 func Check(annotations map[string]string, target string) error {
 	t, err := parse(target)
 	if err != nil {
-		return fmt.Errorf("the URL %q is refused: %v", target, err)
+		return fmt.Errorf("the URL %q is refused: %w", target, err)
 	}
 	prefixes := Prefixes(annotations[v1alpha1.AnnotationAllowedURLs])
 	if len(prefixes) == 0 {
@@ -155,7 +155,7 @@ func Check(annotations map[string]string, target string) error {
 	for _, raw := range prefixes {
 		p, err := parse(raw)
 		if err != nil {
-			return fmt.Errorf("the annotation %s holds %q, which is not a URL prefix: %v", v1alpha1.AnnotationAllowedURLs, raw, err)
+			return fmt.Errorf("the annotation %s holds %q, which is not a URL prefix: %w", v1alpha1.AnnotationAllowedURLs, raw, err)
 		}
 		if under(p, t) {
 			return nil

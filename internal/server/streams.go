@@ -36,19 +36,19 @@ type streamLimit struct {
 	byClient map[string]int
 }
 
-func newStreamLimit(max, perClient int) *streamLimit {
-	return &streamLimit{max: max, perClient: perClient, byClient: map[string]int{}}
+func newStreamLimit(limit, perClient int) *streamLimit {
+	return &streamLimit{max: limit, perClient: perClient, byClient: map[string]int{}}
 }
 
 // StreamRefusal decides whether a new stream of a client may open: 0 when it may, else the
 // status code and the message of the refusal. total and ofClient are the streams open now (in
 // all, of that client); a limit below 0 is no limit.
-func StreamRefusal(total, ofClient, max, perClient int, client string) (int, string) {
+func StreamRefusal(total, ofClient, limit, perClient int, client string) (int, string) {
 	switch {
 	case perClient >= 0 && ofClient >= perClient:
 		return http.StatusTooManyRequests, fmt.Sprintf("this client (%s) has %d event streams open, as many as the server allows one client "+
 			"(--max-event-streams-per-client): close a page or tab that updates live, or reload it later", client, ofClient)
-	case max >= 0 && total >= max:
+	case limit >= 0 && total >= limit:
 		return http.StatusServiceUnavailable, fmt.Sprintf("the server has %d event streams open, as many as it allows (--max-event-streams): "+
 			"the page works without live updates; reload it later", total)
 	}

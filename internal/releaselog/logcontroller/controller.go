@@ -132,7 +132,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, nil //nolint:nilerr // the status says the name is no day; nothing expires
 	}
 	if dayErr != nil {
-		return ctrl.Result{RequeueAfter: releaselog.UntilBegun(start, now, r.FutureSkew)}, nil
+		// The status says the day has not begun; it is looked at again when it does.
+		return ctrl.Result{RequeueAfter: releaselog.UntilBegun(start, now, r.FutureSkew)}, nil //nolint:nilerr // reported in the status
 	}
 	return ctrl.Result{RequeueAfter: releaselog.RequeueAfter(start, now, r.TTL)}, nil
 }
@@ -173,7 +174,7 @@ func (p *projector) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resul
 		// A day that has not begun (written directly) is not shown before it begins: it
 		// would be the newest day, the one readers open first.
 		p.store.Delete(day)
-		return ctrl.Result{RequeueAfter: releaselog.UntilBegun(start, now, p.skew)}, nil
+		return ctrl.Result{RequeueAfter: releaselog.UntilBegun(start, now, p.skew)}, nil //nolint:nilerr // not an error: shown once it begins
 	}
 	p.store.Set(day, releaselog.EntriesOf(&l, day, p.key))
 	// Readers stop seeing the day at its expiry even where no leader deletes it.

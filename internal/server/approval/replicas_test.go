@@ -111,7 +111,9 @@ func startReplica(t *testing.T, defaultServiceAccount string) *replica {
 	t.Cleanup(func() {
 		srv.Close()
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("the replica's cache stopped: %v", err)
+		}
 	})
 	return rep
 }

@@ -28,7 +28,7 @@ func (f failingChangeLogs) ChangeLog(context.Context, *v1alpha1.ReleasePayload, 
 func TestGetChangelogErrorHoldsNoRemoteText(t *testing.T) {
 	const marker = "MARKER-91ab-registry-said"
 	for err, want := range map[error]string{
-		errors.New("reading the image of payload x: " + marker): "changelog from 4.17.9 to 4.18.1: it failed; the server’s log has the details",
+		errors.New("reading the image of payload x: " + marker):                        "changelog from 4.17.9 to 4.18.1: it failed; the server’s log has the details",
 		&changelog.FetchError{Status: "timed out after 5m0s", Err: errors.New(marker)}: "changelog from 4.17.9 to 4.18.1: the repository could not be fetched (timed out after 5m0s)",
 	} {
 		session := serveAll(t, releaselog.NewStore(), releaselog.Options{}, filledCatalog(), failingChangeLogs{err: err})

@@ -99,7 +99,7 @@ func (a *Authorizer) Authorize(ctx context.Context, authorization string) (strin
 	}
 	user := id.User
 	d, err := a.reviewer.Authorize(ctx, user, kubeauth.Access{Resource: &authorizationv1.ResourceAttributes{
-		Namespace: a.namespace,
+		Namespace:   a.namespace,
 		Verb:        writeVerb,
 		Group:       v1alpha1.GroupVersion.Group,
 		Resource:    writeResource,
