@@ -29,7 +29,9 @@ import (
 // tokenFile, certificate, key and CA file paths and a proxy-url. Before issue 33 the command ran
 // inside the controller within seconds. Now the Secret is refused, every field named with its
 // rule and the flag that would allow it (a ClusterUnreachable condition with reason
-// KubeconfigInvalid, and a Warning Event), and the command never runs.
+// KubeconfigInvalid, and a Warning Event); the same as a stream's verification cluster (an
+// Event on the payload) and creation cluster (the payload's PayloadCreated condition); and the
+// command never runs.
 func TestAttackExecKubeconfig(t *testing.T) {
 	g := NewWithT(t)
 	a := rc.a
@@ -81,6 +83,29 @@ func TestAttackExecKubeconfig(t *testing.T) {
 	mustContainAll(t, "the ClusterUnreachable condition", c.Message, refusals...)
 	e := waitEvent(t, a.namespace, "Pipeline", "exec", v1alpha1.EventClusterUnreachable)
 	mustContainAll(t, "the ClusterUnreachable Event", e.Note, "exec-cluster", "users[exec].user.exec")
+
+	// The same Secret as a stream's verification cluster and as its creation cluster (a build
+	// farm): the payload says why its Jobs cannot run there.
+	publish(t, a.namespace, "exec-web", "r1", "")
+	v := verifyJob("e2e", "true")
+	v.Cluster = &v1alpha1.VerificationCluster{SecretRef: "exec-cluster"}
+	asTenant(t, a, streamOf(a.namespace, "exec-verify", []string{"exec-web"}, v))
+	p := waitPayload(t, a.namespace, "exec-verify")
+	e = waitEvent(t, a.namespace, "ReleasePayload", p.Name, v1alpha1.EventClusterUnreachable)
+	mustContainAll(t, "the verification cluster's ClusterUnreachable Event", e.Note, "kubeconfig Secret "+a.namespace+"/exec-cluster", refusals[0], refusals[len(refusals)-1])
+	s := streamOf(a.namespace, "exec-create", []string{"exec-web"})
+	s.Spec.CreationCluster = &v1alpha1.VerificationCluster{SecretRef: "exec-cluster"}
+	asTenant(t, a, s)
+	p = waitPayload(t, a.namespace, "exec-create")
+	g.Eventually(func(g Gomega) {
+		var got v1alpha1.ReleasePayload
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(&p), &got)).To(Succeed())
+		c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionPayloadCreated)
+		g.Expect(c).NotTo(BeNil())
+		// The condition's message is bounded: it names the Secret and its first refused field.
+		g.Expect(c.Message).To(ContainSubstring("kubeconfig Secret " + a.namespace + "/exec-cluster (key value): users[certfile].user.client-certificate: a file path reads a file of the controller's"))
+	}).WithTimeout(waitTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
 		t.Errorf("the kubeconfig's exec command ran (%s exists: %v)", marker, err)
 	}
@@ -219,4 +244,22 @@ func TestAPIReadsNoTenantSecret(t *testing.T) {
 		`User "system:serviceaccount:`+systemNamespace+`:release-controller-api" cannot get resource "secrets"`,
 		`in the namespace "`+b.namespace+`"`,
 		"the api reads --git-credentials-secret only in its own namespace")
+}
+
+// waitPayload waits until ns's stream has a payload, and returns it.
+func waitPayload(t *testing.T, ns, streamName string) v1alpha1.ReleasePayload {
+	t.Helper()
+	var found v1alpha1.ReleasePayload
+	NewWithT(t).Eventually(func(g Gomega) {
+		var list v1alpha1.ReleasePayloadList
+		g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())
+		ok := false
+		for _, p := range list.Items {
+			if p.Spec.PayloadCoordinates.Stream == streamName {
+				found, ok = p, true
+			}
+		}
+		g.Expect(ok).To(BeTrue(), "no payload of %s", streamName)
+	}).WithTimeout(waitTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
+	return found
 }
