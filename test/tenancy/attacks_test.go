@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,8 +83,7 @@ func TestAttackExecKubeconfig(t *testing.T) {
 		"--insecure-kubeconfig-exec",
 	}
 	mustContainAll(t, "the ClusterUnreachable condition", c.Message, refusals...)
-	e := waitEvent(t, a.namespace, "Pipeline", "exec", v1alpha1.EventClusterUnreachable)
-	mustContainAll(t, "the ClusterUnreachable Event", e.Note, "exec-cluster", "users[exec].user.exec")
+	waitEvent(t, a.namespace, "Pipeline", "exec", v1alpha1.EventClusterUnreachable, "exec-cluster", "users[exec].user.exec")
 
 	// The same Secret as a stream's verification cluster and as its creation cluster (a build
 	// farm): the payload says why its Jobs cannot run there.
@@ -91,8 +92,7 @@ func TestAttackExecKubeconfig(t *testing.T) {
 	v.Cluster = &v1alpha1.VerificationCluster{SecretRef: "exec-cluster"}
 	asTenant(t, a, streamOf(a.namespace, "exec-verify", []string{"exec-web"}, v))
 	p := waitPayload(t, a.namespace, "exec-verify")
-	e = waitEvent(t, a.namespace, "ReleasePayload", p.Name, v1alpha1.EventClusterUnreachable)
-	mustContainAll(t, "the verification cluster's ClusterUnreachable Event", e.Note, "kubeconfig Secret "+a.namespace+"/exec-cluster", refusals[0], refusals[len(refusals)-1])
+	waitEvent(t, a.namespace, "ReleasePayload", p.Name, v1alpha1.EventClusterUnreachable, "kubeconfig Secret "+a.namespace+"/exec-cluster", refusals[0], refusals[len(refusals)-1])
 	s := streamOf(a.namespace, "exec-create", []string{"exec-web"})
 	s.Spec.CreationCluster = &v1alpha1.VerificationCluster{SecretRef: "exec-cluster"}
 	asTenant(t, a, s)
@@ -167,16 +167,15 @@ func TestAttackTargetInAnotherNamespace(t *testing.T) {
 		hidden := "account " + tc.user + " may not get deployments.apps api in namespace " + b.namespace
 		c := waitCondition(t, a.namespace, tc.pipeline, v1alpha1.ConditionPipelineReady, metav1.ConditionFalse, v1alpha1.ReasonTargetForbidden)
 		mustContainAll(t, tc.pipeline+"'s Ready condition", c.Message, hidden)
-		e := waitEvent(t, a.namespace, "Pipeline", tc.pipeline, v1alpha1.EventTargetForbidden)
-		mustContainAll(t, tc.pipeline+"'s TargetForbidden Event", e.Note, hidden)
+		// (The default account may not get A's own dev target either: its Event may name that.)
+		waitEvent(t, a.namespace, "Pipeline", tc.pipeline, v1alpha1.EventTargetForbidden, "account "+tc.user+" may not get deployments.apps api in namespace")
 	}
 
 	pipeline("cross-readable", "status", promoterAccount)
 	c := waitCondition(t, a.namespace, "cross-readable", v1alpha1.ConditionPromotionFailed, metav1.ConditionTrue, v1alpha1.ReasonPromotionFailed)
 	forbidden := []string{"forbidden", `User "system:serviceaccount:` + a.namespace + ":" + promoterAccount + `" cannot patch resource "deployments"`, `namespace "` + b.namespace + `"`}
 	mustContainAll(t, "cross-readable's PromotionFailed condition", c.Message, forbidden...)
-	e := waitEvent(t, a.namespace, "Pipeline", "cross-readable", v1alpha1.EventPromotionFailed)
-	mustContainAll(t, "cross-readable's PromotionFailed Event", e.Note, forbidden...)
+	waitEvent(t, a.namespace, "Pipeline", "cross-readable", v1alpha1.EventPromotionFailed, forbidden...)
 
 	for app, d := range before {
 		var after appsv1.Deployment
@@ -203,24 +202,32 @@ func waitCondition(t *testing.T, namespace, name, typ string, status metav1.Cond
 	return *c
 }
 
-// waitEvent waits for an Event with reason on the object kind namespace/name and returns the
-// newest.
-func waitEvent(t *testing.T, namespace, kind, name, reason string) eventsv1.Event {
+// waitEvent waits for an Event with reason on the object kind namespace/name whose note says
+// every one of parts.
+func waitEvent(t *testing.T, namespace, kind, name, reason string, parts ...string) {
 	t.Helper()
-	var found eventsv1.Event
 	NewWithT(t).Eventually(func(g Gomega) {
 		var list eventsv1.EventList
 		g.Expect(env.Client.List(context.Background(), &list, client.InNamespace(namespace))).To(Succeed())
-		ok := false
+		var notes []string
 		for _, e := range list.Items {
-			if e.Reason == reason && e.Regarding.Kind == kind && e.Regarding.Name == name &&
-				(!ok || e.CreationTimestamp.After(found.CreationTimestamp.Time)) {
-				found, ok = e, true
+			if e.Reason == reason && e.Regarding.Kind == kind && e.Regarding.Name == name {
+				notes = append(notes, e.Note)
 			}
 		}
-		g.Expect(ok).To(BeTrue(), "no %s Event on %s %s/%s", reason, kind, namespace, name)
+		g.Expect(slices.ContainsFunc(notes, func(n string) bool { return containsAll(n, parts) })).To(BeTrue(),
+			"no %s Event on %s %s/%s saying %q; its %s Events say %q", reason, kind, namespace, name, parts, reason, notes)
 	}).WithTimeout(waitTimeout).WithPolling(200 * time.Millisecond).Should(Succeed())
-	return found
+}
+
+// containsAll reports whether s holds every one of parts.
+func containsAll(s string, parts []string) bool {
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestAPIReadsNoTenantSecret: the API server started with --git-credentials-secret naming
