@@ -17,7 +17,7 @@ import (
 	"github.com/release-controller/release-controller/internal/releaselog/logcontroller"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/assemble"
-	"github.com/release-controller/release-controller/internal/server/kubeauth"
+	"github.com/release-controller/release-controller/internal/kubeauth"
 	"github.com/release-controller/release-controller/internal/server/web"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"
 )

@@ -26,7 +26,7 @@ import (
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/approval"
-	"github.com/release-controller/release-controller/internal/server/kubeauth"
+	"github.com/release-controller/release-controller/internal/kubeauth"
 	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 

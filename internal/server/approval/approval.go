@@ -42,7 +42,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/pipeline/signature"
 	"github.com/release-controller/release-controller/internal/server"
-	"github.com/release-controller/release-controller/internal/server/kubeauth"
+	"github.com/release-controller/release-controller/internal/kubeauth"
 )
 
 // Path is the route's pattern.

@@ -28,7 +28,7 @@ import (
 	"github.com/release-controller/release-controller/internal/pipeline/signature"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/approval"
-	"github.com/release-controller/release-controller/internal/server/kubeauth"
+	"github.com/release-controller/release-controller/internal/kubeauth"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/approval"
 	"github.com/release-controller/release-controller/internal/server/catalog"
-	"github.com/release-controller/release-controller/internal/server/kubeauth"
+	"github.com/release-controller/release-controller/internal/kubeauth"
 	"github.com/release-controller/release-controller/internal/server/mcp"
 	"github.com/release-controller/release-controller/internal/server/osrc"
 	"github.com/release-controller/release-controller/internal/server/releaseapi"

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/server/kubeauth"
+	"github.com/release-controller/release-controller/internal/kubeauth"
 )
 
 // What a writer must be allowed to do, in Kubernetes RBAC terms: "create releaselogs/entries",
