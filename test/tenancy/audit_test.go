@@ -95,7 +95,7 @@ func outsideWrites(events []auditEvent, since time.Time, allowed []string) []str
 	return out
 }
 
-// checkNothingOutside fails the test for every write anyone made since since outside tenant
+// checkNothingOutside fails the test for every write anyone made since the given time outside tenant
 // a's namespaces, the release log's (entries a's flows add) and the controller's own (its
 // Lease and Events): nothing a did, or made the controller or the api do, reached another
 // tenant or the cluster.

@@ -173,7 +173,7 @@ func (in *install) startAPI(ctx context.Context) error {
 			return nil
 		}
 		if !in.api.Running() || time.Now().After(deadline) {
-			return fmt.Errorf("the api does not serve (%v): %s", err, in.api.Tail(20))
+			return fmt.Errorf("the api does not serve (%w): %s", err, in.api.Tail(20))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
