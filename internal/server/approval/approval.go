@@ -40,9 +40,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/kubeauth"
 	"github.com/release-controller/release-controller/internal/pipeline/signature"
 	"github.com/release-controller/release-controller/internal/server"
-	"github.com/release-controller/release-controller/internal/kubeauth"
 )
 
 // Path is the route's pattern.
