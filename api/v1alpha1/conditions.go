@@ -126,3 +126,28 @@ const (
 	// ConfigMap failed; it is retried with backoff.
 	ReasonUpgradeGraphWriteFailed = "UpgradeGraphWriteFailed"
 )
+
+// Condition types every ReleaseStream, ReleasePayload and Pipeline carries beside Ready, with
+// the meanings kstatus gives them (read by `kubectl wait`, Flux, Argo CD health checks and
+// Helm): abnormal-true, so each is present only while True.
+const (
+	// ConditionReconciling is True while the controller is still working toward the object's
+	// spec: a step is under way (Progressing) or failed and is retried (ProgressingWithRetry).
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when the controller cannot go on until the spec (or what the
+	// message names) changes; it is not retried meanwhile.
+	ConditionStalled = "Stalled"
+)
+
+// Reasons of Reconciling.
+const (
+	// ReasonProgressing (Reconciling=True): the controller started work it waits on (a
+	// creation job, verifications, a rollout).
+	ReasonProgressing = "Progressing"
+	// ReasonProgressingWithRetry (Reconciling=True): a step failed; it is retried with backoff
+	// and Ready's message says what failed.
+	ReasonProgressingWithRetry = "ProgressingWithRetry"
+	// ReasonSuspended (Ready keeps its last value; Reconciling absent): spec.suspend is set,
+	// nothing is created, imported or promoted.
+	ReasonSuspended = "Suspended"
+)

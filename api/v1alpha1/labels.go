@@ -83,3 +83,9 @@ const (
 	// only https (and ssh for git) carry it.
 	AnnotationAllowInsecureHTTP = "release-controller.dev/allow-insecure-http"
 )
+
+// AnnotationReconcileRequestedAt asks for a reconcile now (as Flux's
+// reconcile.fluxcd.io/requestedAt): any new value makes the controller reconcile the object,
+// and status.lastHandledReconcileAt repeats the value once it has. `release-controller
+// reconcile stream|pipeline NAME` sets it and waits for that answer.
+const AnnotationReconcileRequestedAt = "release-controller.dev/reconcile-requested-at"

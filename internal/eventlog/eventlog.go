@@ -1,11 +1,13 @@
-// Package eventlog reports what the controllers did, or failed to do, in one call that does it
-// everywhere an operator looks (as Flux's eventLogf does): a Kubernetes Event on the object
-// (events.k8s.io, its note bounded to what the API accepts) and a structured log line keyed by
-// the object ("stream", "payload", "pipeline" or "object": "<namespace>/<name>"). The stream,
-// payload, audit, Jira and pipeline controllers and the release log's verdict entries report
-// through it; the Events' reasons are in api/v1alpha1/events.go and conditions.go.
-// A failure is also returned by the caller as its reconcile's error, so controller-runtime's
-// backoff and error metrics see it; Failf gives back the error to return.
+// Package eventlog reports what the controllers did, or failed to do, everywhere an operator
+// looks (as Flux's eventLogf does): a Kubernetes Event on the object (events.k8s.io, its note
+// bounded to what the API accepts) and a structured log line keyed by the object ("stream",
+// "payload", "pipeline" or "object": "<namespace>/<name>"). The Events' reasons are in
+// api/v1alpha1/events.go and conditions.go.
+//
+// Failures take one path (failure.go): a reconciler returns them as Failures, and its deferred
+// function makes them the Ready condition (Summarize) and one Warning Event each (Finish); the
+// returned error is the one log line, written by controller-runtime, which retries it with
+// backoff and counts it in its error metrics.
 package eventlog
 
 import (
