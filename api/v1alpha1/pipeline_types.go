@@ -332,6 +332,11 @@ type PipelineSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')",message="serviceAccountName must be a ServiceAccount name (a DNS subdomain)"
 	// +optional
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+
+	// Suspend stops promotions: while true nothing is promoted, and the status still shows
+	// what the targets run.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // TargetStatus is what the controller observed of one target's app.
@@ -441,7 +446,7 @@ type PipelineStatus struct {
 	// ObservedGeneration is the generation the status describes.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions: Ready, ClusterUnreachable, PromotionFailed.
+	// Conditions: Ready, Reconciling, Stalled, ClusterUnreachable, PromotionFailed.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -451,6 +456,10 @@ type PipelineStatus struct {
 	// +listMapKey=name
 	// +optional
 	Environments []EnvironmentStatus `json:"environments,omitempty"`
+	// LastHandledReconcileAt is the value of the release-controller.dev/reconcile-requested-at
+	// annotation the controller last reconciled.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // Condition types of a Pipeline.

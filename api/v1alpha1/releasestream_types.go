@@ -162,6 +162,11 @@ type ReleaseStreamSpec struct {
 	// the previous accepted payload) to a target status, with a comment linking the payload.
 	// +optional
 	Jira *JiraConfig `json:"jira,omitempty"`
+
+	// Suspend stops the stream: while true nothing is imported, created, built, verified,
+	// published or collected; payloads already running keep their status up to date.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // JiraConfig says which Jira issues an accepted payload verifies, and how to reach Jira.
@@ -266,6 +271,10 @@ type ReleaseStreamStatus struct {
 	// PublishedImage is the payload image the publish tags point at.
 	// +optional
 	PublishedImage string `json:"publishedImage,omitempty"`
+	// LastHandledReconcileAt is the value of the release-controller.dev/reconcile-requested-at
+	// annotation the controller last reconciled.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // ReleaseStream is a source of component images and the rules that turn it into release payloads.
