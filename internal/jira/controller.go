@@ -1,13 +1,16 @@
+// Package jira moves the Jira issues fixed by an accepted payload to a target status, with a
+// comment linking the payload, once per issue and payload: the decision of what to do with one
+// issue (plan, a pure function), its execution over a payload's issues (verifyIssues), and the
+// ReleasePayload controller that runs it for streams whose spec.jira is set (Reconciler). The
+// REST client and its wire types are jiraclient; jiratest is a local Jira server for the tests.
 package jira
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +34,7 @@ import (
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/conditions"
 	"github.com/release-controller/release-controller/internal/eventlog"
+	"github.com/release-controller/release-controller/internal/jira/jiraclient"
 	"github.com/release-controller/release-controller/internal/jobcontract"
 	"github.com/release-controller/release-controller/internal/secreturl"
 	"github.com/release-controller/release-controller/internal/verdict"
@@ -44,66 +48,28 @@ const (
 	SecretKeyEmail = "email"
 )
 
-// DefaultTargetStatus is the status issues are moved to when the stream names none.
-const DefaultTargetStatus = "VERIFIED"
+// defaultTargetStatus is the status issues are moved to when the stream names none.
+const defaultTargetStatus = "VERIFIED"
 
-// IndexAcceptedByStream indexes the accepted payloads by their stream's name; payloads that
+// indexAcceptedByStream indexes the accepted payloads by their stream's name; payloads that
 // are not accepted are not in it. It is smaller than the stream controller's index of every
 // payload, and answers the one question asked here: which accepted payload came before.
-const IndexAcceptedByStream = "jira.release-controller.dev/accepted-by-stream"
+const indexAcceptedByStream = "jira.release-controller.dev/accepted-by-stream"
 
 // Defaults of the controller's retries of a payload whose issues could not all be verified
 // for a reason that may go away (Jira unavailable, a changelog not computed, a missing Secret).
 const (
-	DefaultRetryBase = 10 * time.Second
-	DefaultRetryMax  = 10 * time.Minute
-	// DefaultWorkers is how many payloads are handled at once; the Jira rate limit is shared.
-	DefaultWorkers = 2
+	defaultRetryBase = 10 * time.Second
+	defaultRetryMax  = 10 * time.Minute
+	// defaultWorkers is how many payloads are handled at once; the Jira rate limit is shared.
+	defaultWorkers = 2
 	// DefaultMaxAge: payloads accepted more than a day before are left alone.
 	DefaultMaxAge = 24 * time.Hour
 )
 
 // conflictRetry is how soon a payload whose status write met a newer version is handled
-// again; the issues are not touched twice (Plan reads Jira's state first).
+// again; the issues are not touched twice (plan reads Jira's state first).
 const conflictRetry = 100 * time.Millisecond
-
-// ClientFactory returns the Jira client of a stream's spec.jira, with the credentials read
-// from its token Secret.
-type ClientFactory func(stream *v1alpha1.ReleaseStream, auth Auth) (*Client, error)
-
-// NewClientFactory returns a ClientFactory whose clients are made with opts and kept: one per
-// Jira URL and credential, and one rate limit per Jira URL, shared by every stream using it.
-func NewClientFactory(opts ...Option) ClientFactory {
-	type entry struct {
-		credential [32]byte
-		client     *Client
-	}
-	var (
-		mu      sync.Mutex
-		clients = map[string]entry{}
-	)
-	return func(stream *v1alpha1.ReleaseStream, auth Auth) (*Client, error) {
-		if stream.Spec.Jira == nil {
-			return nil, fmt.Errorf("stream %s/%s has no spec.jira", stream.Namespace, stream.Name)
-		}
-		credential := sha256.Sum256([]byte(auth.Email + "\x00" + auth.Token))
-		mu.Lock()
-		defer mu.Unlock()
-		c, err := New(stream.Spec.Jira.URL, auth, opts...)
-		if err != nil {
-			return nil, err
-		}
-		base := c.BaseURL()
-		if e, ok := clients[base]; ok {
-			if e.credential == credential {
-				return e.client, nil
-			}
-			c.limiter = e.client.limiter // a new credential of the same server: same budget
-		}
-		clients[base] = entry{credential: credential, client: c}
-		return c, nil
-	}
-}
 
 // PayloadPageURL returns a PayloadURL linking to the payload's page on the server at base
 // (e.g. https://release.example.com): /namespaces/{namespace}/releasestream/{stream}/release/{tag}.
@@ -133,20 +99,19 @@ type Reconciler struct {
 	// MaxAge skips payloads accepted longer ago than this (zero: DefaultMaxAge), so that
 	// configuring Jira on a stream does not comment on the issues of its whole history.
 	MaxAge time.Duration
-	// Clients makes the Jira clients; nil: NewClientFactory(ClientOptions...).
-	Clients ClientFactory
-	// ClientOptions configure the clients of the default factory (rate limit, retries).
-	ClientOptions []Option
+	// ClientOptions configure the Jira clients (rate limit, retries).
+	ClientOptions []jiraclient.Option
 	// RetryBase and RetryMax space the retries of payloads that failed for a reason that may
-	// go away, doubling per failure; zero: DefaultRetryBase and DefaultRetryMax.
+	// go away, doubling per failure; zero: defaultRetryBase and defaultRetryMax.
 	RetryBase, RetryMax time.Duration
-	// Workers is how many payloads are handled at once; zero: DefaultWorkers.
+	// Workers is how many payloads are handled at once; zero: defaultWorkers.
 	Workers int
 	Clock   clock.PassiveClock
 	// Events records the payloads' Events; nil: the manager's recorder.
 	Events events.EventRecorder
 
-	report eventlog.Recorder
+	report  eventlog.Recorder
+	clients *jiraclient.Pool
 }
 
 // The controller reads payloads and streams from the manager's cache, watches the metadata of
@@ -216,19 +181,19 @@ func pending(p *v1alpha1.ReleasePayload) bool {
 }
 
 // verify does the work — finds the previous accepted payload, the changelog's issues, and
-// moves them in Jira — reporting each failure as it happens, and returns the condition Decide
+// moves them in Jira — reporting each failure as it happens, and returns the condition decide
 // makes of it, with an error when the payload is to be tried again later.
 func (r *Reconciler) verify(ctx context.Context, p *v1alpha1.ReleasePayload, s *v1alpha1.ReleaseStream) (metav1.Condition, error) {
 	v := r.observe(ctx, p, s)
-	return Decide(v)
+	return decide(v)
 }
 
 // observe carries out the verification and records what it found.
-func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload, s *v1alpha1.ReleaseStream) Verification {
+func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload, s *v1alpha1.ReleaseStream) verification {
 	cfg := s.Spec.Jira
-	v := Verification{Stream: s.Name, Projects: cfg.Projects, Target: cfg.TargetStatus}
+	v := verification{Stream: s.Name, Projects: cfg.Projects, Target: cfg.TargetStatus}
 	if v.Target == "" {
-		v.Target = DefaultTargetStatus
+		v.Target = defaultTargetStatus
 	}
 	prev, err := r.previousAccepted(ctx, p)
 	if err != nil {
@@ -247,8 +212,8 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload, s 
 		return v
 	}
 	var all []string
-	all, v.Broken = Issues(cl)
-	v.Keys = FilterKeys(all, cfg.Projects)
+	all, v.Broken = issueKeys(cl)
+	v.Keys = filterKeys(all, cfg.Projects)
 	if len(v.Broken) > 0 {
 		// The issues found are verified anyway; the payload comes back for the rest.
 		r.report.Fail(ctx, p, v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "computing the changelog", v.incomplete())
@@ -260,16 +225,16 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload, s 
 	if err == nil && r.PayloadURL == nil {
 		err = fmt.Errorf("the controller has no --web-url to link the payload's page from the issues")
 	}
-	var jc *Client
+	var jc *jiraclient.Client
 	if err == nil {
-		jc, err = r.Clients(s, auth)
+		jc, err = r.clients.Client(s.Spec.Jira.URL, auth)
 	}
 	if err != nil {
 		v.ClientErr = err
 		r.report.Fail(ctx, p, v1alpha1.ReasonJiraMisconfigured, "VerifyIssues", "reaching Jira", err)
 		return v
 	}
-	v.Result = VerifyIssues(ctx, jc, v.Keys, v.Target, p.Name, r.PayloadURL(p))
+	v.Result = verifyIssues(ctx, jc, v.Keys, v.Target, p.Name, r.PayloadURL(p))
 	failures := v.Result.Failures()
 	for i, f := range failures {
 		if i == maxIssueEvents {
@@ -281,8 +246,8 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload, s 
 	return v
 }
 
-// Verification is what verifying the issues of an accepted payload found.
-type Verification struct {
+// verification is what verifying the issues of an accepted payload found.
+type verification struct {
 	Stream   string
 	Projects []string
 	// Target is the status the issues are moved to.
@@ -299,20 +264,20 @@ type Verification struct {
 	// ClientErr: Jira could not be reached (credentials, --web-url).
 	ClientErr error
 	// Result is what became of each of Keys in Jira.
-	Result Result
+	Result issueResults
 }
 
-func (v Verification) incomplete() error {
+func (v verification) incomplete() error {
 	if len(v.Broken) == 0 {
 		return nil
 	}
 	return fmt.Errorf("the changelog from %s is incomplete: %s", v.Previous, strings.Join(v.Broken, "; "))
 }
 
-// Decide is the PayloadIssuesVerified condition (status, reason and message) of what a
+// decide is the PayloadIssuesVerified condition (status, reason and message) of what a
 // verification found, and the error that brings the payload back later (nil: done for good).
 // It is pure; each reason is documented in api/v1alpha1/conditions.go.
-func Decide(v Verification) (metav1.Condition, error) {
+func decide(v verification) (metav1.Condition, error) {
 	switch {
 	case v.PreviousErr != nil:
 		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "finding the previous accepted payload: %v", v.PreviousErr), v.PreviousErr
@@ -331,7 +296,7 @@ func Decide(v Verification) (metav1.Condition, error) {
 	if v.ClientErr != nil {
 		return condition(false, v1alpha1.ReasonJiraMisconfigured, "%d issues not verified: %v", len(v.Keys), v.ClientErr), v.ClientErr
 	}
-	summary := Summary(v.Result, v.Target)
+	summary := summarize(v.Result, v.Target)
 	failures := v.Result.Failures()
 	switch {
 	case len(failures) > 0:
@@ -344,7 +309,7 @@ func Decide(v Verification) (metav1.Condition, error) {
 			retry = incomplete
 		}
 		reason := v1alpha1.ReasonIssuesNotVerified
-		if !slices.ContainsFunc(failures, func(o Outcome) bool { return !IsUnauthorized(o.Err) }) {
+		if !slices.ContainsFunc(failures, func(o outcome) bool { return !jiraclient.IsUnauthorized(o.Err) }) {
 			reason = v1alpha1.ReasonJiraMisconfigured // Jira refused the credentials
 		}
 		return condition(false, reason, "%s", summary), retry
@@ -365,14 +330,14 @@ func condition(ok bool, reason, format string, args ...any) metav1.Condition {
 	return metav1.Condition{Status: status, Reason: reason, Message: fmt.Sprintf(format, args...)}
 }
 
-// Summary says what became of the issues: "moved 3 issues to VERIFIED, A-3", then
+// summarize says what became of the issues: "moved 3 issues to VERIFIED, A-3", then
 // those already there, then the failures with their reasons.
-func Summary(res Result, target string) string {
+func summarize(res issueResults, target string) string {
 	var parts []string
-	if keys := res.Keys(Verified); len(keys) > 0 {
+	if keys := res.Keys(outcomeVerified); len(keys) > 0 {
 		parts = append(parts, fmt.Sprintf("moved %s to %s: %s", plural(len(keys), "issue"), target, strings.Join(keys, ", ")))
 	}
-	if keys := res.Keys(Already); len(keys) > 0 {
+	if keys := res.Keys(outcomeAlready); len(keys) > 0 {
 		parts = append(parts, fmt.Sprintf("%s already %s: %s", plural(len(keys), "issue"), target, strings.Join(keys, ", ")))
 	}
 	if failures := res.Failures(); len(failures) > 0 {
@@ -392,9 +357,9 @@ func plural(n int, noun string) string {
 	return fmt.Sprintf("%d %ss", n, noun)
 }
 
-// Issues returns the issue keys of every commit of the changelog's new, updated and rebuilt
+// issueKeys returns the issue keys of every commit of the changelog's new, updated and rebuilt
 // images, and the components whose commits could not be read ("name: error").
-func Issues(cl *changelog.ChangeLog) (keys, broken []string) {
+func issueKeys(cl *changelog.ChangeLog) (keys, broken []string) {
 	for _, ics := range [][]changelog.ImageChange{cl.NewImages, cl.UpdatedImages, cl.RebuiltImages} {
 		for _, ic := range ics {
 			if ic.Error != "" {
@@ -412,7 +377,7 @@ func Issues(cl *changelog.ChangeLog) (keys, broken []string) {
 // below p's, nil when there is none.
 func (r *Reconciler) previousAccepted(ctx context.Context, p *v1alpha1.ReleasePayload) (*v1alpha1.ReleasePayload, error) {
 	var list v1alpha1.ReleasePayloadList
-	if err := r.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingFields{IndexAcceptedByStream: p.Spec.PayloadCoordinates.Stream}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(p.Namespace), client.MatchingFields{indexAcceptedByStream: p.Spec.PayloadCoordinates.Stream}); err != nil {
 		return nil, fmt.Errorf("listing the accepted payloads of stream %s: %w", p.Spec.PayloadCoordinates.Stream, err)
 	}
 	byTag := map[string]*v1alpha1.ReleasePayload{}
@@ -439,33 +404,33 @@ func (r *Reconciler) previousAccepted(ctx context.Context, p *v1alpha1.ReleasePa
 
 // auth reads the credentials from the stream's token Secret, refusing them when the Secret
 // does not allow spec.jira.url (see secreturl.Check).
-func (r *Reconciler) auth(ctx context.Context, s *v1alpha1.ReleaseStream) (Auth, error) {
+func (r *Reconciler) auth(ctx context.Context, s *v1alpha1.ReleaseStream) (jiraclient.Auth, error) {
 	name := s.Spec.Jira.TokenSecret
 	var secret corev1.Secret
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, &secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			return Auth{}, fmt.Errorf("the token Secret %s does not exist", name)
+			return jiraclient.Auth{}, fmt.Errorf("the token Secret %s does not exist", name)
 		}
-		return Auth{}, fmt.Errorf("reading the token Secret %s: %w", name, err)
+		return jiraclient.Auth{}, fmt.Errorf("reading the token Secret %s: %w", name, err)
 	}
 	token := strings.TrimSpace(string(secret.Data[SecretKeyToken]))
 	if token == "" {
-		return Auth{}, fmt.Errorf("the token Secret %s has no key %q", name, SecretKeyToken)
+		return jiraclient.Auth{}, fmt.Errorf("the token Secret %s has no key %q", name, SecretKeyToken)
 	}
 	// The URL is the stream author's; the Secret says where it may go. Nothing is sent
 	// when it may not go there.
 	if err := secreturl.Check(secret.Annotations, s.Spec.Jira.URL); err != nil {
-		return Auth{}, fmt.Errorf("the token Secret %s is not sent to spec.jira.url: %w", name, err)
+		return jiraclient.Auth{}, fmt.Errorf("the token Secret %s is not sent to spec.jira.url: %w", name, err)
 	}
 	if email := strings.TrimSpace(string(secret.Data[SecretKeyEmail])); email != "" {
-		return BasicAuth(email, token), nil
+		return jiraclient.BasicAuth(email, token), nil
 	}
-	return BearerAuth(token), nil
+	return jiraclient.BearerAuth(token), nil
 }
 
-// IndexAccepted registers IndexAcceptedByStream with the manager's cache.
-func IndexAccepted(ctx context.Context, indexer client.FieldIndexer) error {
-	if err := indexer.IndexField(ctx, &v1alpha1.ReleasePayload{}, IndexAcceptedByStream, func(obj client.Object) []string {
+// indexAccepted registers indexAcceptedByStream with the manager's cache.
+func indexAccepted(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &v1alpha1.ReleasePayload{}, indexAcceptedByStream, func(obj client.Object) []string {
 		p := obj.(*v1alpha1.ReleasePayload)
 		if verdict.Accepted(p) {
 			return []string{p.Spec.PayloadCoordinates.Stream}
@@ -478,7 +443,7 @@ func IndexAccepted(ctx context.Context, indexer client.FieldIndexer) error {
 }
 
 // SetupWithManager registers the controller, named "jira", and its index
-// (IndexAcceptedByStream); a nil Client is the manager's.
+// (indexAcceptedByStream); a nil Client is the manager's.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
 	if r.ChangeLogs == nil {
 		return fmt.Errorf("the jira controller needs changelogs")
@@ -492,17 +457,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.MaxAge <= 0 {
 		r.MaxAge = DefaultMaxAge
 	}
-	if r.Clients == nil {
-		r.Clients = NewClientFactory(r.ClientOptions...)
-	}
+	r.clients = jiraclient.NewPool(r.ClientOptions...)
 	if r.RetryBase <= 0 {
-		r.RetryBase = DefaultRetryBase
+		r.RetryBase = defaultRetryBase
 	}
 	if r.RetryMax <= 0 {
-		r.RetryMax = DefaultRetryMax
+		r.RetryMax = defaultRetryMax
 	}
 	if r.Workers <= 0 {
-		r.Workers = DefaultWorkers
+		r.Workers = defaultWorkers
 	}
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
@@ -511,7 +474,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.Events = mgr.GetEventRecorder(eventlog.Reporter)
 	}
 	r.report = eventlog.Recorder{Events: r.Events}
-	if err := IndexAccepted(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := indexAccepted(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
@@ -555,7 +518,7 @@ func (r *Reconciler) secretPayloads(ctx context.Context, obj client.Object) []re
 
 func (r *Reconciler) pendingOf(ctx context.Context, s *v1alpha1.ReleaseStream) []reconcile.Request {
 	var list v1alpha1.ReleasePayloadList
-	if err := r.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{IndexAcceptedByStream: s.Name}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingFields{indexAcceptedByStream: s.Name}); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "listing the accepted payloads of a stream", "stream", s.Namespace+"/"+s.Name)
 		return nil
 	}

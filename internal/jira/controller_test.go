@@ -1,3 +1,5 @@
+//go:build !unit
+
 package jira_test
 
 import (
@@ -31,6 +33,8 @@ import (
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/jira"
+	"github.com/release-controller/release-controller/internal/jira/jiraclient"
+	"github.com/release-controller/release-controller/internal/jira/jiratest"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaseimage"
@@ -272,7 +276,7 @@ func pageOf(ns, tag string) string {
 
 func TestControllerVerifiesIssuesOnce(t *testing.T) {
 	ns := env.Namespace(t)
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("OCPBUGS-1", "ON_QA")
 	srv.AddIssue("OCPBUGS-2", "MODIFIED")
 	srv.AddIssue("OCPBUGS-3", "VERIFIED")
@@ -369,7 +373,7 @@ func TestControllerVerifiesIssuesOnce(t *testing.T) {
 // A stream whose token Secret is missing says so, and goes on once the Secret exists.
 func TestControllerWaitsForTheTokenSecret(t *testing.T) {
 	ns := env.Namespace(t)
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("OCPBUGS-7", "ON_QA")
 	prod := newProduct(t)
 	c0 := prod.commit("Start")
@@ -398,7 +402,7 @@ func TestControllerWaitsForTheTokenSecret(t *testing.T) {
 // Jira unavailable: the payload says so, and is retried with backoff until Jira answers.
 func TestControllerRetriesWhenJiraIsUnavailable(t *testing.T) {
 	ns := env.Namespace(t)
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("OCPBUGS-8", "ON_QA")
 	prod := newProduct(t)
 	c0 := prod.commit("Start")
@@ -411,7 +415,7 @@ func TestControllerRetriesWhenJiraIsUnavailable(t *testing.T) {
 	// the controller's backoff does.
 	srv.Fail(1, http.StatusServiceUnavailable, "")
 	r := newReconciler(t)
-	r.ClientOptions = []jira.Option{jira.WithRetries(0)}
+	r.ClientOptions = []jiraclient.Option{jiraclient.WithRetries(0)}
 	r.RetryBase, r.RetryMax = 10*time.Millisecond, 100*time.Millisecond
 	startController(t, ns, r)
 	createAccepted(t, prod.payload(ns, tag1, c1))
@@ -435,7 +439,7 @@ func TestControllerRetriesWhenJiraIsUnavailable(t *testing.T) {
 // payload's condition and an Event name spec.jira.url, the Secret and the rule, and Jira gets
 // no request at all; once the Secret allows the URL the token is sent.
 func TestControllerSendsTheTokenOnlyWhereTheSecretAllows(t *testing.T) {
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("OCPBUGS-7", "ON_QA")
 	prod := newProduct(t)
 	c0 := prod.commit("Start")

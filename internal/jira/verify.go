@@ -8,42 +8,44 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/release-controller/release-controller/internal/jira/jiraclient"
 )
 
-// IssueState is what Plan decides on: an issue's status and comments, and the transitions
+// issueState is what plan decides on: an issue's status and comments, and the transitions
 // available from its status (needed only when it is not in the target status yet).
-type IssueState struct {
+type issueState struct {
 	Key         string
 	Status      string
 	Comments    []string
-	Transitions []Transition
+	Transitions []jiraclient.Transition
 }
 
-// Actions are what to do with one issue. The transition comes first: a comment then never
+// issueActions are what to do with one issue. The transition comes first: a comment then never
 // announces a move that Jira refused.
-type Actions struct {
+type issueActions struct {
 	// Transition moves the issue to the target status; nil when it is there already.
-	Transition *Transition
+	Transition *jiraclient.Transition
 	// Comment is added to the issue; "" when a comment already links the payload.
 	Comment string
 }
 
 // None reports whether there is nothing to do.
-func (a Actions) None() bool { return a.Transition == nil && a.Comment == "" }
+func (a issueActions) None() bool { return a.Transition == nil && a.Comment == "" }
 
-// CommentBody is the comment left on an issue fixed in an accepted payload.
-func CommentBody(payloadTag, payloadURL string) string {
+// commentBody is the comment left on an issue fixed in an accepted payload.
+func commentBody(payloadTag, payloadURL string) string {
 	return fmt.Sprintf("Fix included in accepted release %s: %s", payloadTag, payloadURL)
 }
 
-// NoTransitionError says that the issue's workflow offers no way to the target status from
+// noTransitionError says that the issue's workflow offers no way to the target status from
 // where the issue is.
-type NoTransitionError struct {
+type noTransitionError struct {
 	Key, From, Target string
-	Available         []Transition
+	Available         []jiraclient.Transition
 }
 
-func (e *NoTransitionError) Error() string {
+func (e *noTransitionError) Error() string {
 	var names []string
 	for _, t := range e.Available {
 		names = append(names, fmt.Sprintf("%q to %s", t.Name, t.To.Name))
@@ -55,26 +57,26 @@ func (e *NoTransitionError) Error() string {
 	return fmt.Sprintf("no transition from %s to %s (available: %s)", e.From, e.Target, available)
 }
 
-// Plan decides what to do with one issue of an accepted payload: move it to target unless it
+// plan decides what to do with one issue of an accepted payload: move it to target unless it
 // is there (the transition whose destination is target, ignoring case), and comment with
 // the payload's URL unless a comment holds that URL already. Deciding from Jira's state,
 // not from the controller's, is what makes it happen once per issue and payload even when
 // the controller stopped between its Jira calls and its status write.
-func Plan(state IssueState, target, payloadTag, payloadURL string) (Actions, error) {
+func plan(state issueState, target, payloadTag, payloadURL string) (issueActions, error) {
 	if target == "" || payloadURL == "" {
-		return Actions{}, errors.New("no target status or payload URL")
+		return issueActions{}, errors.New("no target status or payload URL")
 	}
-	var a Actions
+	var a issueActions
 	if !strings.EqualFold(state.Status, target) {
-		i := slices.IndexFunc(state.Transitions, func(t Transition) bool { return strings.EqualFold(t.To.Name, target) })
+		i := slices.IndexFunc(state.Transitions, func(t jiraclient.Transition) bool { return strings.EqualFold(t.To.Name, target) })
 		if i < 0 {
-			return Actions{}, &NoTransitionError{Key: state.Key, From: state.Status, Target: target, Available: state.Transitions}
+			return issueActions{}, &noTransitionError{Key: state.Key, From: state.Status, Target: target, Available: state.Transitions}
 		}
 		t := state.Transitions[i]
 		a.Transition = &t
 	}
 	if !slices.ContainsFunc(state.Comments, func(body string) bool { return containsURL(body, payloadURL) }) {
-		a.Comment = CommentBody(payloadTag, payloadURL)
+		a.Comment = commentBody(payloadTag, payloadURL)
 	}
 	return a, nil
 }
@@ -114,37 +116,37 @@ func continuesURL(rest string) bool {
 	return false
 }
 
-// OutcomeState is what became of one issue.
-type OutcomeState string
+// outcomeState is what became of one issue.
+type outcomeState string
 
 const (
-	// Verified: the issue was moved to the target status.
-	Verified OutcomeState = "verified"
-	// Already: the issue was in the target status before (a comment may have been added).
-	Already OutcomeState = "already"
-	// Failed: the issue could not be read, moved or commented on; Err says why.
-	Failed OutcomeState = "failed"
+	// outcomeVerified: the issue was moved to the target status.
+	outcomeVerified outcomeState = "verified"
+	// outcomeAlready: the issue was in the target status before (a comment may have been added).
+	outcomeAlready outcomeState = "already"
+	// outcomeFailed: the issue could not be read, moved or commented on; Err says why.
+	outcomeFailed outcomeState = "failed"
 )
 
-// Outcome is what became of one issue.
-type Outcome struct {
+// outcome is what became of one issue.
+type outcome struct {
 	Key   string
-	State OutcomeState
+	State outcomeState
 	// Commented is set when a comment was added.
 	Commented bool
 	Err       error
 }
 
-// Transient reports whether the failure may go away by itself (see IsTransient).
-func (o Outcome) Transient() bool { return o.State == Failed && IsTransient(o.Err) }
+// Transient reports whether the failure may go away by itself (see jiraclient.IsTransient).
+func (o outcome) Transient() bool { return o.State == outcomeFailed && jiraclient.IsTransient(o.Err) }
 
-// Result is the outcome of every issue, in the order of the keys.
-type Result struct {
-	Outcomes []Outcome
+// issueResults is the outcome of every issue, in the order of the keys.
+type issueResults struct {
+	Outcomes []outcome
 }
 
 // Keys returns the keys of the outcomes in state.
-func (r Result) Keys(state OutcomeState) []string {
+func (r issueResults) Keys(state outcomeState) []string {
 	var keys []string
 	for _, o := range r.Outcomes {
 		if o.State == state {
@@ -155,10 +157,10 @@ func (r Result) Keys(state OutcomeState) []string {
 }
 
 // Failures are the failed outcomes.
-func (r Result) Failures() []Outcome {
-	var out []Outcome
+func (r issueResults) Failures() []outcome {
+	var out []outcome
 	for _, o := range r.Outcomes {
-		if o.State == Failed {
+		if o.State == outcomeFailed {
 			out = append(out, o)
 		}
 	}
@@ -167,52 +169,52 @@ func (r Result) Failures() []Outcome {
 
 // Transient reports whether a failure may go away by itself, so that trying again later
 // is worth it.
-func (r Result) Transient() bool {
-	return slices.ContainsFunc(r.Outcomes, Outcome.Transient)
+func (r issueResults) Transient() bool {
+	return slices.ContainsFunc(r.Outcomes, outcome.Transient)
 }
 
-// VerifyIssues moves each issue to target and comments with the payload's URL, as Plan
+// verifyIssues moves each issue to target and comments with the payload's URL, as plan
 // decides from the issue's current state. A failed issue does not stop the others.
-func VerifyIssues(ctx context.Context, c *Client, keys []string, target, payloadTag, payloadURL string) Result {
-	res := Result{Outcomes: make([]Outcome, 0, len(keys))}
+func verifyIssues(ctx context.Context, c *jiraclient.Client, keys []string, target, payloadTag, payloadURL string) issueResults {
+	res := issueResults{Outcomes: make([]outcome, 0, len(keys))}
 	for _, key := range keys {
 		res.Outcomes = append(res.Outcomes, verifyIssue(ctx, c, key, target, payloadTag, payloadURL))
 	}
 	return res
 }
 
-func verifyIssue(ctx context.Context, c *Client, key, target, payloadTag, payloadURL string) Outcome {
-	fail := func(err error) Outcome { return Outcome{Key: key, State: Failed, Err: err} }
+func verifyIssue(ctx context.Context, c *jiraclient.Client, key, target, payloadTag, payloadURL string) outcome {
+	fail := func(err error) outcome { return outcome{Key: key, State: outcomeFailed, Err: err} }
 	if err := ctx.Err(); err != nil {
 		return fail(err)
 	}
 	issue, err := c.Issue(ctx, key)
 	if err != nil {
-		if IsNotFound(err) {
+		if jiraclient.IsNotFound(err) {
 			return fail(fmt.Errorf("the issue does not exist, or the credentials may not see it: %w", err))
 		}
 		return fail(err)
 	}
-	state := IssueState{Key: key, Status: issue.StatusName(), Comments: issue.CommentBodies()}
+	state := issueState{Key: key, Status: issue.StatusName(), Comments: issue.CommentBodies()}
 	if !strings.EqualFold(state.Status, target) {
 		if state.Transitions, err = c.Transitions(ctx, key); err != nil {
 			return fail(err)
 		}
 	}
-	actions, err := Plan(state, target, payloadTag, payloadURL)
+	actions, err := plan(state, target, payloadTag, payloadURL)
 	if err != nil {
 		return fail(err)
 	}
-	out := Outcome{Key: key, State: Already}
+	out := outcome{Key: key, State: outcomeAlready}
 	if actions.Transition != nil {
 		if err := c.Transition(ctx, key, actions.Transition.ID); err != nil {
 			return fail(fmt.Errorf("moving it to %s with %q: %w", target, actions.Transition.Name, err))
 		}
-		out.State = Verified
+		out.State = outcomeVerified
 	}
 	if actions.Comment != "" {
 		if _, err := c.AddComment(ctx, key, actions.Comment); err != nil {
-			if out.State == Verified {
+			if out.State == outcomeVerified {
 				err = fmt.Errorf("moved to %s, but commenting failed: %w", target, err)
 			}
 			return fail(err)
@@ -222,9 +224,9 @@ func verifyIssue(ctx context.Context, c *Client, key, target, payloadTag, payloa
 	return out
 }
 
-// FilterKeys returns the keys of the given projects, deduplicated and ordered by project,
+// filterKeys returns the keys of the given projects, deduplicated and ordered by project,
 // then by number.
-func FilterKeys(keys []string, projects []string) []string {
+func filterKeys(keys []string, projects []string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, k := range keys {
@@ -234,7 +236,7 @@ func FilterKeys(keys []string, projects []string) []string {
 			out = append(out, k)
 		}
 	}
-	slices.SortFunc(out, CompareKeys)
+	slices.SortFunc(out, compareKeys)
 	return out
 }
 
@@ -251,8 +253,8 @@ func splitKey(key string) (project string, number int, ok bool) {
 	return key[:i], n, true
 }
 
-// CompareKeys orders issue keys by project, then by number (A-2 before A-10).
-func CompareKeys(a, b string) int {
+// compareKeys orders issue keys by project, then by number (A-2 before A-10).
+func compareKeys(a, b string) int {
 	pa, na, _ := splitKey(a)
 	pb, nb, _ := splitKey(b)
 	return cmp.Or(cmp.Compare(pa, pb), cmp.Compare(na, nb), cmp.Compare(a, b))

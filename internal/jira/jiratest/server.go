@@ -17,9 +17,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
-	"github.com/release-controller/release-controller/internal/jira"
+	"github.com/release-controller/release-controller/internal/jira/jiraclient"
 )
 
 // Credentials the server accepts by default.
@@ -30,11 +31,11 @@ const (
 
 // DefaultWorkflow is the workflow of new issues: the transitions leaving each status, as a
 // bug tracker's might be (VERIFIED is reachable from MODIFIED and ON_QA only).
-func DefaultWorkflow() map[string][]jira.Transition {
-	t := func(id, name, to string) jira.Transition {
-		return jira.Transition{ID: id, Name: name, To: jira.Status{Name: to}}
+func DefaultWorkflow() map[string][]jiraclient.Transition {
+	t := func(id, name, to string) jiraclient.Transition {
+		return jiraclient.Transition{ID: id, Name: name, To: jiraclient.Status{Name: to}}
 	}
-	return map[string][]jira.Transition{
+	return map[string][]jiraclient.Transition{
 		"NEW":      {t("11", "Assign", "ASSIGNED")},
 		"ASSIGNED": {t("21", "Post", "POST")},
 		"POST":     {t("31", "Modified", "MODIFIED")},
@@ -65,7 +66,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	issues   map[string]*issue
-	workflow map[string][]jira.Transition
+	workflow map[string][]jiraclient.Transition
 	nextID   int
 	requests []Request
 	failures []failure
@@ -81,7 +82,7 @@ type Server struct {
 type issue struct {
 	id       string
 	status   string
-	comments []jira.Comment
+	comments []jiraclient.Comment
 }
 
 type failure struct {
@@ -97,6 +98,14 @@ func NewServer() *Server {
 	return s
 }
 
+// Start starts a server as NewServer does, closed when the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	s := NewServer()
+	t.Cleanup(s.Close)
+	return s
+}
+
 // Close stops the server.
 func (s *Server) Close() { s.srv.Close() }
 
@@ -109,7 +118,7 @@ func (s *Server) AddIssue(key, status string) {
 }
 
 // SetTransitions replaces the transitions leaving a status.
-func (s *Server) SetTransitions(status string, transitions ...jira.Transition) {
+func (s *Server) SetTransitions(status string, transitions ...jiraclient.Transition) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.workflow[status] = transitions
@@ -210,13 +219,13 @@ func (s *Server) ResetRequests() {
 	s.requests = nil
 }
 
-func (s *Server) newComment(key, body string) jira.Comment {
+func (s *Server) newComment(key, body string) jiraclient.Comment {
 	s.nextID++
 	id := strconv.Itoa(s.nextID)
 	now := time.Now().UTC().Format("2006-01-02T15:04:05.000-0700")
-	return jira.Comment{
+	return jiraclient.Comment{
 		ID: id, Self: s.URL + "/rest/api/2/issue/" + key + "/comment/" + id, Body: body,
-		Author:  &jira.User{Name: "release-bot", DisplayName: "Release Bot", EmailAddress: s.Email},
+		Author:  &jiraclient.User{Name: "release-bot", DisplayName: "Release Bot", EmailAddress: s.Email},
 		Created: now, Updated: now,
 	}
 }
@@ -276,7 +285,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case m[2] == "" && r.Method == http.MethodGet:
 		s.getIssue(w, r, m[1], is)
 	case m[2] == "/transitions" && r.Method == http.MethodGet:
-		writeJSON(w, http.StatusOK, jira.TransitionsResponse{Expand: "transitions", Transitions: s.transitionsOf(is)})
+		writeJSON(w, http.StatusOK, jiraclient.TransitionsResponse{Expand: "transitions", Transitions: s.transitionsOf(is)})
 	case m[2] == "/transitions" && r.Method == http.MethodPost:
 		s.transition(w, r, is)
 	case m[2] == "/comment" && r.Method == http.MethodGet:
@@ -321,18 +330,18 @@ func (s *Server) getIssue(w http.ResponseWriter, r *http.Request, key string, is
 	writeJSON(w, http.StatusOK, s.issueJSON(key, is, fields))
 }
 
-func (s *Server) issueJSON(key string, is *issue, fields map[string]bool) jira.Issue {
+func (s *Server) issueJSON(key string, is *issue, fields map[string]bool) jiraclient.Issue {
 	all := fields["*all"] || len(fields) == 0 || (len(fields) == 1 && fields[""])
-	out := jira.Issue{ID: is.id, Key: key, Self: s.URL + "/rest/api/2/issue/" + is.id}
+	out := jiraclient.Issue{ID: is.id, Key: key, Self: s.URL + "/rest/api/2/issue/" + is.id}
 	if all || fields["status"] {
-		out.Fields.Status = &jira.Status{Name: is.status, ID: statusID(is.status), Self: s.URL + "/rest/api/2/status/" + statusID(is.status)}
+		out.Fields.Status = &jiraclient.Status{Name: is.status, ID: statusID(is.status), Self: s.URL + "/rest/api/2/status/" + statusID(is.status)}
 	}
 	if all || fields["comment"] {
 		comments := is.comments
 		if s.commentFieldLimit > 0 && len(comments) > s.commentFieldLimit {
 			comments = comments[:s.commentFieldLimit]
 		}
-		out.Fields.Comment = &jira.Comments{Comments: nonNil(comments), StartAt: 0, MaxResults: len(comments), Total: len(is.comments)}
+		out.Fields.Comment = &jiraclient.Comments{Comments: nonNil(comments), StartAt: 0, MaxResults: len(comments), Total: len(is.comments)}
 	}
 	return out
 }
@@ -345,17 +354,17 @@ func statusID(name string) string {
 	return strconv.Itoa(1 + (h&0xffff)%10000)
 }
 
-func nonNil(cs []jira.Comment) []jira.Comment {
+func nonNil(cs []jiraclient.Comment) []jiraclient.Comment {
 	if cs == nil {
-		return []jira.Comment{}
+		return []jiraclient.Comment{}
 	}
 	return slices.Clone(cs)
 }
 
-func (s *Server) transitionsOf(is *issue) []jira.Transition {
+func (s *Server) transitionsOf(is *issue) []jiraclient.Transition {
 	ts := slices.Clone(s.workflow[is.status])
 	if ts == nil {
-		ts = []jira.Transition{}
+		ts = []jiraclient.Transition{}
 	}
 	for i := range ts {
 		ts[i].To.ID = statusID(ts[i].To.Name)
@@ -400,7 +409,7 @@ func (s *Server) listComments(w http.ResponseWriter, r *http.Request, is *issue)
 	}
 	start = min(max(start, 0), len(is.comments))
 	end := min(start+limit, len(is.comments))
-	writeJSON(w, http.StatusOK, jira.Comments{Comments: nonNil(is.comments[start:end]), StartAt: start, MaxResults: limit, Total: len(is.comments)})
+	writeJSON(w, http.StatusOK, jiraclient.Comments{Comments: nonNil(is.comments[start:end]), StartAt: start, MaxResults: limit, Total: len(is.comments)})
 }
 
 func (s *Server) addComment(w http.ResponseWriter, r *http.Request, key string, is *issue) {
@@ -422,7 +431,7 @@ func (s *Server) addComment(w http.ResponseWriter, r *http.Request, key string, 
 }
 
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
-	var req jira.SearchRequest
+	var req jiraclient.SearchRequest
 	if r.Method == http.MethodPost {
 		var body struct {
 			JQL           *string         `json:"jql"`
@@ -486,7 +495,7 @@ func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	if len(fields) == 0 {
 		fields["*all"] = true
 	}
-	res := jira.SearchResult{Expand: "schema,names", StartAt: req.StartAt, MaxResults: req.MaxResults, Total: len(keys), Issues: []jira.Issue{}}
+	res := jiraclient.SearchResult{Expand: "schema,names", StartAt: req.StartAt, MaxResults: req.MaxResults, Total: len(keys), Issues: []jiraclient.Issue{}}
 	for i := req.StartAt; i >= 0 && i < len(keys) && i < req.StartAt+req.MaxResults; i++ {
 		res.Issues = append(res.Issues, s.issueJSON(keys[i], s.issues[keys[i]], fields))
 	}
@@ -536,11 +545,11 @@ func methodNotAllowed(w http.ResponseWriter) {
 }
 
 func writeErrors(w http.ResponseWriter, status int, messages ...string) {
-	writeJSON(w, status, jira.ErrorCollection{ErrorMessages: messages})
+	writeJSON(w, status, jiraclient.ErrorCollection{ErrorMessages: messages})
 }
 
 func writeFieldErrors(w http.ResponseWriter, status int, errs map[string]string) {
-	writeJSON(w, status, jira.ErrorCollection{Errors: errs})
+	writeJSON(w, status, jiraclient.ErrorCollection{Errors: errs})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -1,11 +1,8 @@
-// Package jira moves the Jira issues fixed by an accepted payload to a target status, with a
-// comment linking the payload, once per issue and payload.
-//
-// It holds a small typed client over Jira's REST API v2 (Client), the decision of what to do
-// with one issue (Plan, a pure function), its execution over a payload's issues
-// (VerifyIssues), and the ReleasePayload controller that runs it for streams whose
-// spec.jira is set (Reconciler). jiratest is a local Jira server for the tests.
-package jira
+// Package jiraclient is a small typed client over Jira's REST API v2 (Client) and its wire
+// types: rate-limited per Jira server, retrying what may go away, and keeping its credentials
+// within the server's URL. The controller that uses it is internal/jira; jiratest is a local
+// Jira server for the tests.
+package jiraclient
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package jira_test
+package jiraclient_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/release-controller/release-controller/internal/jira"
+	"github.com/release-controller/release-controller/internal/jira/jiraclient"
 	"github.com/release-controller/release-controller/internal/jira/jiratest"
 )
 
@@ -59,34 +59,27 @@ func (c *fakeClock) Sleeps() []time.Duration {
 
 // newClient is a client of srv with its token, the fake clock and no rate limit unless opts
 // set one.
-func newClient(t *testing.T, srv *jiratest.Server, clock *fakeClock, opts ...jira.Option) *jira.Client {
+func newClient(t *testing.T, srv *jiratest.Server, clock *fakeClock, opts ...jiraclient.Option) *jiraclient.Client {
 	t.Helper()
-	opts = append([]jira.Option{jira.WithClock(clock.Now, clock.Sleep), jira.WithRateLimit(rate.Inf, 0)}, opts...)
-	c, err := jira.New(srv.URL, jira.BearerAuth(srv.Token), opts...)
+	opts = append([]jiraclient.Option{jiraclient.WithClock(clock.Now, clock.Sleep), jiraclient.WithRateLimit(rate.Inf, 0)}, opts...)
+	c, err := jiraclient.New(srv.URL, jiraclient.BearerAuth(srv.Token), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-func newServer(t *testing.T) *jiratest.Server {
+func jiraError(t *testing.T, err error) *jiraclient.Error {
 	t.Helper()
-	srv := jiratest.NewServer()
-	t.Cleanup(srv.Close)
-	return srv
-}
-
-func jiraError(t *testing.T, err error) *jira.Error {
-	t.Helper()
-	var e *jira.Error
+	var e *jiraclient.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("error %v (%T) is no *jira.Error", err, err)
+		t.Fatalf("error %v (%T) is no *jiraclient.Error", err, err)
 	}
 	return e
 }
 
 func TestClientReadsAndChangesIssues(t *testing.T) {
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("OCPBUGS-1", "ON_QA")
 	srv.AddIssue("OCPBUGS-2", "NEW")
 	srv.AddIssue("OTHER-1", "NEW")
@@ -156,35 +149,35 @@ func TestClientReadsAndChangesIssues(t *testing.T) {
 }
 
 func TestClientBasicAuth(t *testing.T) {
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("A-1", "NEW")
 	clock := newFakeClock()
-	c, err := jira.New(srv.URL, jira.BasicAuth(srv.Email, srv.Token), jira.WithClock(clock.Now, clock.Sleep))
+	c, err := jiraclient.New(srv.URL, jiraclient.BasicAuth(srv.Email, srv.Token), jiraclient.WithClock(clock.Now, clock.Sleep))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Issue(context.Background(), "A-1"); err != nil {
 		t.Fatalf("basic auth: %v", err)
 	}
-	c, err = jira.New(srv.URL, jira.BasicAuth("someone@example.com", srv.Token), jira.WithClock(clock.Now, clock.Sleep))
+	c, err = jiraclient.New(srv.URL, jiraclient.BasicAuth("someone@example.com", srv.Token), jiraclient.WithClock(clock.Now, clock.Sleep))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Issue(context.Background(), "A-1")
-	if e := jiraError(t, err); e.StatusCode != http.StatusForbidden || !jira.IsUnauthorized(err) || jira.IsTransient(err) {
+	if e := jiraError(t, err); e.StatusCode != http.StatusForbidden || !jiraclient.IsUnauthorized(err) || jiraclient.IsTransient(err) {
 		t.Fatalf("another user: %v", err)
 	}
 }
 
 func TestClientErrors(t *testing.T) {
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("A-1", "NEW")
 	c := newClient(t, srv, newFakeClock())
 	ctx := context.Background()
 
 	_, err := c.Issue(ctx, "A-404")
 	e := jiraError(t, err)
-	if !jira.IsNotFound(err) || jira.IsTransient(err) ||
+	if !jiraclient.IsNotFound(err) || jiraclient.IsTransient(err) ||
 		!slices.Equal(e.ErrorMessages, []string{"Issue does not exist or you do not have permission to see it."}) {
 		t.Fatalf("unknown issue: %+v", e)
 	}
@@ -194,7 +187,7 @@ func TestClientErrors(t *testing.T) {
 
 	err = c.Transition(ctx, "A-1", "51")
 	e = jiraError(t, err)
-	if e.StatusCode != http.StatusBadRequest || jira.IsTransient(err) || jira.IsNotFound(err) ||
+	if e.StatusCode != http.StatusBadRequest || jiraclient.IsTransient(err) || jiraclient.IsNotFound(err) ||
 		!slices.Equal(e.ErrorMessages, []string{"Transition id '51' is not valid for this issue."}) {
 		t.Fatalf("invalid transition: %+v", e)
 	}
@@ -217,28 +210,28 @@ func TestClientErrors(t *testing.T) {
 	}
 
 	// A wrong token is 403, and not retried.
-	bad, err := jira.New(srv.URL, jira.BearerAuth("wrong"), jira.WithClock(newFakeClock().Now, newFakeClock().Sleep))
+	bad, err := jiraclient.New(srv.URL, jiraclient.BearerAuth("wrong"), jiraclient.WithClock(newFakeClock().Now, newFakeClock().Sleep))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.ResetRequests()
 	_, err = bad.Issue(ctx, "A-1")
-	if e := jiraError(t, err); e.StatusCode != http.StatusForbidden || !jira.IsUnauthorized(err) || len(srv.Requests()) != 1 {
+	if e := jiraError(t, err); e.StatusCode != http.StatusForbidden || !jiraclient.IsUnauthorized(err) || len(srv.Requests()) != 1 {
 		t.Fatalf("wrong token: %v after %d requests", err, len(srv.Requests()))
 	}
 
 	for _, u := range []string{"", "ftp://jira.example.com", "https://"} {
-		if _, err := jira.New(u, jira.BearerAuth("t")); err == nil {
+		if _, err := jiraclient.New(u, jiraclient.BearerAuth("t")); err == nil {
 			t.Errorf("URL %q accepted", u)
 		}
 	}
-	if _, err := jira.New(srv.URL, jira.BearerAuth("")); err == nil {
+	if _, err := jiraclient.New(srv.URL, jiraclient.BearerAuth("")); err == nil {
 		t.Error("an empty token accepted")
 	}
 }
 
 func TestClientRetriesThrottledRequests(t *testing.T) {
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("A-1", "ON_QA")
 	clock := newFakeClock()
 	c := newClient(t, srv, clock)
@@ -276,15 +269,15 @@ func TestClientRetriesThrottledRequests(t *testing.T) {
 }
 
 func TestClientBackoffAndExhaustedRetries(t *testing.T) {
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("A-1", "ON_QA")
 	clock := newFakeClock()
-	c := newClient(t, srv, clock, jira.WithRetries(3), jira.WithBackoff(time.Second, 3*time.Second))
+	c := newClient(t, srv, clock, jiraclient.WithRetries(3), jiraclient.WithBackoff(time.Second, 3*time.Second))
 
 	srv.Fail(4, http.StatusInternalServerError, "")
 	_, err := c.Issue(context.Background(), "A-1")
 	e := jiraError(t, err)
-	if e.StatusCode != http.StatusInternalServerError || !jira.IsTransient(err) {
+	if e.StatusCode != http.StatusInternalServerError || !jiraclient.IsTransient(err) {
 		t.Fatalf("exhausted: %v", err)
 	}
 	if got := srv.Count(http.MethodGet, "/rest/api/2/issue/A-1"); got != 4 {
@@ -297,7 +290,7 @@ func TestClientBackoffAndExhaustedRetries(t *testing.T) {
 	// A POST that met a 500 may have been applied: it is not sent again.
 	srv.ResetRequests()
 	srv.Fail(1, http.StatusInternalServerError, "")
-	if err := c.Transition(context.Background(), "A-1", "51"); !jira.IsTransient(err) {
+	if err := c.Transition(context.Background(), "A-1", "51"); !jiraclient.IsTransient(err) {
 		t.Fatalf("transition after a 500: %v", err)
 	}
 	if got := srv.Count(http.MethodPost, "/rest/api/2/issue/A-1/transitions"); got != 1 {
@@ -309,7 +302,7 @@ func TestClientBackoffAndExhaustedRetries(t *testing.T) {
 	clock.sleeps = nil
 	srv.Fail(1, http.StatusTooManyRequests, "600")
 	_, err = c.Issue(context.Background(), "A-1")
-	if e := jiraError(t, err); e.StatusCode != http.StatusTooManyRequests || e.RetryAfter != 10*time.Minute || !jira.IsTransient(err) ||
+	if e := jiraError(t, err); e.StatusCode != http.StatusTooManyRequests || e.RetryAfter != 10*time.Minute || !jiraclient.IsTransient(err) ||
 		len(clock.Sleeps()) != 0 || len(srv.Requests()) != 1 {
 		t.Fatalf("long Retry-After: %v, waits %v", err, clock.Sleeps())
 	}
@@ -320,13 +313,13 @@ func TestClientNetworkErrors(t *testing.T) {
 	url := srv.URL
 	srv.Close()
 	clock := newFakeClock()
-	c, err := jira.New(url, jira.BearerAuth("t"), jira.WithClock(clock.Now, clock.Sleep), jira.WithRetries(2))
+	c, err := jiraclient.New(url, jiraclient.BearerAuth("t"), jiraclient.WithClock(clock.Now, clock.Sleep), jiraclient.WithRetries(2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = c.Issue(context.Background(), "A-1")
-	var netErr *jira.NetworkError
-	if !errors.As(err, &netErr) || !jira.IsTransient(err) || len(clock.Sleeps()) != 2 {
+	var netErr *jiraclient.NetworkError
+	if !errors.As(err, &netErr) || !jiraclient.IsTransient(err) || len(clock.Sleeps()) != 2 {
 		t.Fatalf("closed server: %v, waits %v", err, clock.Sleeps())
 	}
 	clock.sleeps = nil
@@ -336,10 +329,10 @@ func TestClientNetworkErrors(t *testing.T) {
 }
 
 func TestClientRateLimit(t *testing.T) {
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("A-1", "NEW")
 	clock := newFakeClock()
-	c := newClient(t, srv, clock, jira.WithRateLimit(2, 1))
+	c := newClient(t, srv, clock, jiraclient.WithRateLimit(2, 1))
 	for range 3 {
 		if _, err := c.Transitions(context.Background(), "A-1"); err != nil {
 			t.Fatal(err)
@@ -353,9 +346,9 @@ func TestClientRateLimit(t *testing.T) {
 	// Clients sharing a limiter share the budget.
 	shared := rate.NewLimiter(1, 1)
 	clock2 := newFakeClock()
-	a := newClient(t, srv, clock2, jira.WithLimiter(shared))
-	b := newClient(t, srv, clock2, jira.WithLimiter(shared))
-	for _, cl := range []*jira.Client{a, b} {
+	a := newClient(t, srv, clock2, jiraclient.WithLimiter(shared))
+	b := newClient(t, srv, clock2, jiraclient.WithLimiter(shared))
+	for _, cl := range []*jiraclient.Client{a, b} {
 		if _, err := cl.Transitions(context.Background(), "A-1"); err != nil {
 			t.Fatal(err)
 		}
@@ -366,14 +359,14 @@ func TestClientRateLimit(t *testing.T) {
 }
 
 func TestClientContextCancellation(t *testing.T) {
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("A-1", "NEW")
 	clock := newFakeClock()
 	c := newClient(t, srv, clock)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.Issue(ctx, "A-1"); !errors.Is(err, context.Canceled) || jira.IsTransient(err) {
+	if _, err := c.Issue(ctx, "A-1"); !errors.Is(err, context.Canceled) || jiraclient.IsTransient(err) {
 		t.Fatalf("cancelled before: %v", err)
 	}
 
@@ -394,7 +387,7 @@ func TestClientContextCancellation(t *testing.T) {
 // Jira Cloud puts only some comments in the comment field; the client reads the rest, so a
 // comment linking the payload is never missed.
 func TestClientReadsEveryComment(t *testing.T) {
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("A-1", "NEW")
 	srv.SetCommentFieldLimit(2)
 	for i := range 7 {
@@ -415,7 +408,7 @@ func TestClientReadsEveryComment(t *testing.T) {
 
 // The local server checks what Jira checks, so the client's requests are known to be right.
 func TestServerChecksRequests(t *testing.T) {
-	srv := newServer(t)
+	srv := jiratest.Start(t)
 	srv.AddIssue("A-1", "ON_QA")
 	do := func(method, path, contentType, body string, auth bool) (int, string) {
 		t.Helper()
@@ -508,7 +501,7 @@ func TestClientFollowsNoRedirectOutOfItsURL(t *testing.T) {
 		}
 	}))
 	defer jiraSrv.Close()
-	c, err := jira.New(jiraSrv.URL+"/jira", jira.BearerAuth(token), jira.WithRetries(0), jira.WithRateLimit(rate.Inf, 0))
+	c, err := jiraclient.New(jiraSrv.URL+"/jira", jiraclient.BearerAuth(token), jiraclient.WithRetries(0), jiraclient.WithRateLimit(rate.Inf, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
