@@ -1,111 +1,90 @@
-// Package layout checks that the arrows between the packages mean what the layout says
-// (README, Layout): the controllers import no HTTP package, and the read side (the HTTP
-// server and everything under internal/server) imports no controller. Libraries both use —
-// the release log's writer, the job contract, the upgrade graph's format, conditions — sit
-// apart from either.
+// Package layout checks that the map matches the territory. The arrows between the packages
+// mean what README's Layout says: the controllers import no HTTP package, nor does a package
+// that runs them unless it puts both sides together through internal/server/assemble (the
+// binary, dev); the read side (the HTTP server and everything under internal/server) imports no
+// controller. Libraries both use — the release log's writer, the job contract, the upgrade
+// graph's format, conditions — sit apart from either.
+//
+// A controller is found by rule, not by a list: a package whose non-test files register a
+// reconciler with a manager (controllers_test.go). README's Layout names every package of the module
+// and no other, and its Controllers group is exactly the packages the rule finds (readme_test.go).
 package layout
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/release-controller/release-controller/internal/testenv"
 )
-
-const module = "github.com/release-controller/release-controller/"
-
-// controllers are the packages that reconcile objects.
-var controllers = []string{
-	"internal/stream",
-	"internal/payload",
-	"internal/verify",
-	"internal/jobcache",
-	"internal/audit",
-	"internal/jira",
-	"internal/pipeline",
-	"internal/releaselog/logcontroller",
-	"internal/manager",
-}
 
 // isHTTP reports whether a package is the HTTP side.
 func isHTTP(path string) bool {
 	return path == "internal/server" || strings.HasPrefix(path, "internal/server/")
 }
 
-type pkg struct {
-	ImportPath string
-	Deps       []string
-}
+// assemble is where the HTTP side is put together: a package that imports it may hold both
+// sides (the binary's commands, dev).
+const assemble = "internal/server/assemble"
 
-// list runs go list -deps over patterns and returns each package of this module (without the
-// module prefix) with the module's packages it depends on, test files left out.
-func list(t *testing.T, patterns ...string) map[string][]string {
-	t.Helper()
-	root, err := testenv.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("go", append([]string{"list", "-json=ImportPath,Deps"}, patterns...)...)
-	cmd.Dir = root
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	pkgs := map[string][]string{}
-	dec := json.NewDecoder(bytes.NewReader(out))
-	for {
-		var p pkg
-		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			t.Fatal(err)
+func TestControllersAreFound(t *testing.T) {
+	controllers := controllerSet(t)
+	// The rule must keep finding the controllers everyone knows are there.
+	for _, want := range []string{"internal/stream", "internal/payload"} {
+		if !controllers[want] {
+			t.Errorf("the rule does not find the controller %s: it registers no reconciler any more, or the rule broke", want)
 		}
-		var deps []string
-		for _, d := range p.Deps {
-			if rest, ok := strings.CutPrefix(d, module); ok {
-				deps = append(deps, rest)
-			}
-		}
-		pkgs[strings.TrimPrefix(p.ImportPath, module)] = deps
 	}
-	return pkgs
 }
 
 func TestControllersImportNoHTTPPackage(t *testing.T) {
-	pkgs := list(t, "./internal/...")
-	for _, c := range controllers {
-		deps, ok := pkgs[c]
-		if !ok {
-			t.Errorf("no package %s: update the list of controllers", c)
+	pkgs := packages(t)
+	controllers := controllerSet(t)
+	for _, p := range pkgs {
+		if !controllers[p.Path] {
 			continue
 		}
-		for _, d := range deps {
+		for _, d := range p.Deps {
 			if isHTTP(d) {
-				t.Errorf("the controller package %s imports the HTTP package %s", c, d)
+				t.Errorf("the controller package %s imports the HTTP package %s", p.Path, d)
+			}
+		}
+	}
+}
+
+// TestWhatRunsControllersImportsNoHTTPPackage: a package that imports a controller (the
+// manager) stays on the controllers' side, unless it puts both sides together through
+// internal/server/assemble.
+func TestWhatRunsControllersImportsNoHTTPPackage(t *testing.T) {
+	pkgs := packages(t)
+	controllers := controllerSet(t)
+	for _, p := range pkgs {
+		if controllers[p.Path] || isHTTP(p.Path) || slices.Contains(p.Deps, assemble) {
+			continue
+		}
+		runs := slices.IndexFunc(p.Deps, func(d string) bool { return controllers[d] })
+		if runs < 0 {
+			continue
+		}
+		for _, d := range p.Deps {
+			if isHTTP(d) {
+				t.Errorf("%s imports the controller %s and the HTTP package %s without %s: the two sides meet only where the server is assembled",
+					p.Path, p.Deps[runs], d, assemble)
 			}
 		}
 	}
 }
 
 func TestReadSideImportsNoController(t *testing.T) {
-	pkgs := list(t, "./internal/...")
+	pkgs := packages(t)
+	controllers := controllerSet(t)
 	found := 0
-	for p, deps := range pkgs {
-		if !isHTTP(p) {
+	for _, p := range pkgs {
+		if !isHTTP(p.Path) {
 			continue
 		}
 		found++
-		for _, d := range deps {
-			if slices.Contains(controllers, d) {
-				t.Errorf("the read-side package %s imports the controller package %s", p, d)
+		for _, d := range p.Deps {
+			if controllers[d] {
+				t.Errorf("the read-side package %s imports the controller package %s", p.Path, d)
 			}
 		}
 	}
