@@ -10,17 +10,18 @@ import (
 // PayloadStatusWriter is a controller that writes part of a ReleasePayload's status.
 //
 // Who writes what (docs/design.md, "Who writes a payload's status"): every field group of the
-// status has exactly one writer, and each writer sends a JSON merge patch of the whole status
-// carrying the resourceVersion it read (an optimistic lock). The merge patch replaces the
-// conditions list whole, so the lock is what keeps a writer from dropping another's
-// conditions: a write computed from an older version is refused, read again and retried.
-// ForeignChanges is the check each writer applies before it writes.
+// status has exactly one writer, and each writer sends one write of the status carrying the
+// resourceVersion it read (an optimistic lock): the payload controller an update of the status
+// subresource, the others a JSON merge patch. Either replaces the conditions list whole, so the
+// lock is what keeps a writer from dropping another's conditions: a write computed from an
+// older version is refused, read again and retried. ForeignChanges is the check each writer
+// applies before it writes.
 type PayloadStatusWriter string
 
 const (
 	// WriterPayload, the payload controller: phase, the conditions PayloadCreated,
-	// PayloadFailed, PayloadAccepted and PayloadRejected, the creation job's result and the
-	// verifications.
+	// PayloadFailed, PayloadAccepted, PayloadRejected and ClusterUnreachable, the creation job's
+	// result and the verifications.
 	WriterPayload PayloadStatusWriter = "payload"
 	// WriterStream, the stream controller: payloadImage and platformImages, once the creation
 	// job built the image.
