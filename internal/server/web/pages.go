@@ -27,7 +27,8 @@ const (
 	IndexPath      = "/"
 	ChangeLogPath  = "/changelog"
 	PageEventsPath = "/pages/events"
-	// PagesStaticPrefix serves the pages' own stylesheet and script.
+	// PagesStaticPrefix is where the one stylesheet and script of every page are served,
+	// the Releases page's too.
 	PagesStaticPrefix = StaticPrefix + "pages/"
 )
 
@@ -81,8 +82,8 @@ func (o PageOptions) withDefaults() PageOptions {
 	return o
 }
 
-// pageTemplates are the stream pages' templates, a set of their own (with functions) beside
-// the release log's.
+// pageTemplates are the templates of every page, the Releases page's included: one set, with
+// its functions.
 var pageTemplates = template.Must(template.New("pages").Funcs(template.FuncMap{
 	"plural": plural,
 	"link":   func(text, url string) link { return link{Text: text, URL: url} },
@@ -96,9 +97,10 @@ type site struct {
 }
 
 // RegisterPages serves the pages of streams and payloads on s, read from cat: the index
-// (/), a stream's payloads, a payload, the changelog and compare pages, the upgrade graph,
-// the release candidates, the pipeline pages (pagepipelines.go), their live updates, and a redirect from the payload links of
-// older release log entries.
+// (/), a stream's payloads, a payload (also found by tag alone), the changelog and compare
+// pages, the upgrade graph, the release candidates, a stream's health (pagehealth.go), the
+// pipeline pages (pagepipelines.go), their live updates, the pages' stylesheet and script, and
+// a redirect from the payload links of older release log entries.
 func RegisterPages(s *server.Server, cat *catalog.Catalog, opts PageOptions) {
 	p := &site{cat: cat, opts: opts.withDefaults(), parts: newPartCache()}
 	s.Handle("GET /{$}", http.HandlerFunc(p.index))
