@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -22,12 +23,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -83,7 +84,9 @@ type Reconciler struct {
 	// is reconciled again; zero uses DefaultAccessTTL.
 	AccessTTL time.Duration
 
-	events  chan event.GenericEvent
+	// queue is the controller's workqueue once its source started: the clusters manager's
+	// events go straight into it (deduplicated, bounded by the number of pipelines).
+	queue   atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 	report  eventlog.Recorder
 	access  *appAccess
 	pending pendingRecords
@@ -134,7 +137,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	r.events = make(chan event.GenericEvent, 1024)
 	r.report = eventlog.Recorder{Events: mgr.GetEventRecorder(eventlog.Reporter)}
 	r.access = newAppAccess(r.Client, mgr.GetRESTMapper(), r.AccessTTL)
 	if r.Clusters == nil {
@@ -171,7 +173,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Named("pipeline").
 		Watches(&v1alpha1.ReleaseStream{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexSourceStream))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexClusterRef))).
-		WatchesRawSource(source.Channel(r.events, &handler.EnqueueRequestForObject{})).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			r.queue.Store(&q)
+			return nil
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Complete(r)
 }
@@ -193,13 +198,12 @@ func (r *Reconciler) byIndex(index string) handler.MapFunc {
 }
 
 // enqueue queues a pipeline from the clusters manager (an app changed, a cluster's
-// reachability changed). It never blocks the informer that calls it.
+// reachability changed). It never blocks the informer that calls it: the workqueue holds a
+// key once however often it is added. Before the controller started there is no queue, and
+// nothing is lost: the controller's start lists every pipeline.
 func (r *Reconciler) enqueue(key types.NamespacedName) {
-	ev := event.GenericEvent{Object: &v1alpha1.Pipeline{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
-	select {
-	case r.events <- ev:
-	default:
-		go func() { r.events <- ev }()
+	if q := r.queue.Load(); q != nil {
+		(*q).Add(reconcile.Request{NamespacedName: key})
 	}
 }
 
