@@ -211,8 +211,25 @@ func (r *Reconciler) enqueue(key types.NamespacedName) {
 // again.
 const conflictRetry = 100 * time.Millisecond
 
-// Reconcile observes the pipeline's apps, promotes what is due, and writes the status once.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// pass is what one reconcile of a pipeline did, for the status its deferred part writes.
+type pass struct {
+	// observed: the targets were read (obs holds them); else the status keeps what it said
+	// of them, and only Ready, Reconciling and Stalled tell what failed.
+	observed bool
+	obs      observation
+	envs     []v1alpha1.EnvironmentStatus
+	// promoted: promotions were due (and carried out unless suspended); promoteErr holds
+	// their failures.
+	promoted   bool
+	promoteErr error
+	// retry is how soon to reconcile again when nothing failed.
+	retry time.Duration
+}
+
+// Reconcile observes the pipeline's apps, promotes what is due, and writes the status once,
+// in its deferred part: every step returns its failure (eventlog), which the status, one
+// Warning Event each and the returned error report there, and nowhere else.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	var p v1alpha1.Pipeline
 	if err := r.Client.Get(ctx, req.NamespacedName, &p); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -234,33 +251,52 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		_, err := r.Clusters.Sync(ctx, req.NamespacedName, nil, App{}, "")
 		return ctrl.Result{}, err
 	}
+	now := r.Clock.Now()
+	// The status as the API server has it, what a write is compared with; p's gets the
+	// promotions carried out that it does not show yet.
+	before := p.Status.DeepCopy()
+	r.pending.restore(req.NamespacedName, &p.Status)
+	var ps pass
+	defer func() {
+		status := r.statusOf(&p, &ps, err, now)
+		var writeErr error
+		result, writeErr = r.writeStatus(ctx, &p, before, status, &ps, err != nil, now)
+		err = r.report.Finish(ctx, &p, errors.Join(err, writeErr))
+		if err != nil {
+			result = ctrl.Result{} // retried with the controller's backoff
+		}
+	}()
+	return ctrl.Result{}, r.reconcile(ctx, &p, &ps, now)
+}
+
+// reconcile observes the pipeline's targets and carries out the promotions due, into ps; it
+// returns the steps' failures.
+func (r *Reconciler) reconcile(ctx context.Context, p *v1alpha1.Pipeline, ps *pass, now time.Time) error {
+	key := client.ObjectKeyFromObject(p)
 	app, err := AppOf(p.Spec.AppRef)
 	if err != nil {
 		// Admission refuses such an app; one written before the rule existed stays as it is:
 		// only an edit can fix it, which brings the pipeline back.
-		r.report.Fail(ctx, &p, v1alpha1.EventInvalidApp, "Observe", "reading the pipeline's app", err)
-		return ctrl.Result{}, nil
+		return eventlog.Stall(v1alpha1.EventInvalidApp, "Observe", "reading the pipeline's app", err)
 	}
-	tenant := TenantOf(&p, r.DefaultServiceAccount)
-	views, err := r.Clusters.Sync(ctx, req.NamespacedName, &p, app, tenant)
+	tenant := TenantOf(p, r.DefaultServiceAccount)
+	views, err := r.Clusters.Sync(ctx, key, p, app, tenant)
 	if err != nil {
-		return ctrl.Result{}, err
+		return eventlog.Step(v1alpha1.ReasonReconcileFailed, "Observe", "watching the targets' clusters", err)
 	}
-	obs, err := r.observe(ctx, &p, app, views, tenant)
+	obs, err := r.observe(ctx, p, app, views, tenant)
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
+	ps.observed, ps.obs = true, obs
 
-	now := r.Clock.Now()
-	r.pending.restore(req.NamespacedName, &p.Status)
-	envs, actions := Plan(&p, obs.targets, obs.source, now)
-	outcome := PromotionOutcome{Attempted: len(actions) > 0}
+	envs, actions := Plan(p, obs.targets, obs.source, now)
+	ps.envs, ps.promoted = envs, len(actions) > 0
 	for _, a := range actions {
-		strategy, patched, err := r.promote(ctx, &p, app, a, views, obs.objects[a.Env], now)
+		strategy, patched, err := r.promote(ctx, p, app, a, views, obs.objects[a.Env], now)
 		if err != nil {
-			err = fmt.Errorf("promoting %s to %s: %w", a.Revision, p.Spec.Environments[a.Env].Name, err)
-			r.report.Fail(ctx, &p, v1alpha1.EventPromotionFailed, "Promote", "promotion", err)
-			outcome.Err = errors.Join(outcome.Err, err)
+			ps.promoteErr = errors.Join(ps.promoteErr, eventlog.Step(v1alpha1.EventPromotionFailed, "Promote",
+				fmt.Sprintf("promoting %s to %s", a.Revision, p.Spec.Environments[a.Env].Name), err))
 			continue
 		}
 		RecordPromotion(envs, a, PromotionID(string(p.UID), p.Spec.Environments[a.Env].Name, a.Revision), strategy, now)
@@ -271,56 +307,73 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			Reobserve(envs, p.Spec.Environments[a.Env].Targets, a.Env, obs)
 		}
-		r.pending.add(req.NamespacedName, envs[a.Env].Name, *envs[a.Env].LastPromotion)
+		r.pending.add(key, envs[a.Env].Name, *envs[a.Env].LastPromotion)
 	}
 
-	status := p.Status.DeepCopy()
-	status.Environments = envs
-	status.ObservedGeneration = p.Generation
-	SetConditions(&status.Conditions, p.Generation, envs, obs.problems, obs.hiddenMessages(), outcome, now)
-	if equality.Semantic.DeepEqual(&p.Status, status) {
-		r.deferred.Close(req.NamespacedName)
-	} else {
-		if len(actions) == 0 && ObservationsOnly(&p.Status, status) {
-			if wait := ObservationWait(r.deferred.Open(req.NamespacedName).First, now); wait > 0 {
-				return ctrl.Result{RequeueAfter: wait}, nil
-			}
-		}
-		u, err := statusApplyObject(&p, status)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
-			if apierrors.IsConflict(err) && outcome.Err == nil {
-				// The cache was behind a newer write (an approval, say): read it again soon.
-				return ctrl.Result{RequeueAfter: conflictRetry}, nil
-			}
-			return ctrl.Result{}, errors.Join(err, outcome.Err)
-		}
-		// The answer, the whole pipeline, replaced u.
-		r.written.Wrote(req.NamespacedName, p.ResourceVersion, u.GetResourceVersion(), status)
-		r.deferred.Close(req.NamespacedName)
-		if unreachableChanged(p.Status.Conditions, status.Conditions) {
-			r.reportClusters(ctx, &p, obs.problems)
-		}
-		for _, msg := range NewlyHidden(&p.Status, obs.hidden) {
-			r.report.Warningf(ctx, &p, nil, v1alpha1.EventTargetForbidden, "Observe", "%s", msg)
-		}
-	}
-	if outcome.Err != nil {
-		// Retried with the controller's backoff; PromotionFailed says why meanwhile.
-		return ctrl.Result{}, outcome.Err
-	}
 	// Nothing watched tells of a grant (a RoleBinding): a refused read is tried again, a
 	// hidden target once its answer's cache entry has expired.
-	var retry time.Duration
 	if slices.ContainsFunc(obs.problems, func(c ClusterProblem) bool { return c.Forbidden }) {
-		retry = TenantRetry
+		ps.retry = TenantRetry
 	}
-	if len(obs.hidden) > 0 && (retry == 0 || r.AccessTTL < retry) {
-		retry = r.AccessTTL
+	if len(obs.hidden) > 0 && (ps.retry == 0 || r.AccessTTL < ps.retry) {
+		ps.retry = r.AccessTTL
 	}
-	return ctrl.Result{RequeueAfter: retry}, nil
+	return ps.promoteErr
+}
+
+// statusOf is the status one reconcile leaves: what it observed and promoted, when it got
+// that far, and what its failures (err) make of the conditions.
+func (r *Reconciler) statusOf(p *v1alpha1.Pipeline, ps *pass, err error, now time.Time) *v1alpha1.PipelineStatus {
+	status := p.Status.DeepCopy()
+	status.ObservedGeneration = p.Generation
+	if v, ok := p.Annotations[v1alpha1.AnnotationReconcileRequestedAt]; ok {
+		status.LastHandledReconcileAt = v
+	}
+	if ps.observed {
+		status.Environments = ps.envs
+		outcome := PromotionOutcome{Attempted: ps.promoted, Err: ps.promoteErr, Suspended: p.Spec.Suspend}
+		SetConditions(&status.Conditions, p.Generation, ps.envs, ps.obs.problems, ps.obs.hiddenMessages(), outcome, now)
+	}
+	SetProgress(&status.Conditions, p.Generation, status.Environments, p.Spec.Suspend, err, now)
+	return status
+}
+
+// writeStatus writes status unless it is before (p's as read), or only moves observations that may wait to
+// share a later write (then the result says when to come back); it reports what the write
+// makes newly true (unreachable clusters, hidden targets) as Events. failed: the reconcile
+// failed and is retried anyway.
+func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.Pipeline, before, status *v1alpha1.PipelineStatus, ps *pass, failed bool, now time.Time) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(p)
+	if equality.Semantic.DeepEqual(before, status) {
+		r.deferred.Close(key)
+		return ctrl.Result{RequeueAfter: ps.retry}, nil
+	}
+	if !ps.promoted && ObservationsOnly(before, status) {
+		if wait := ObservationWait(r.deferred.Open(key).First, now); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
+	u, err := statusApplyObject(p, status)
+	if err != nil {
+		return ctrl.Result{}, eventlog.Step(v1alpha1.ReasonReconcileFailed, "Observe", "writing the status", err)
+	}
+	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(StatusFieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsConflict(err) && !failed {
+			// The cache was behind a newer write (an approval, say): read it again soon.
+			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+		}
+		return ctrl.Result{}, eventlog.Step(v1alpha1.ReasonReconcileFailed, "Observe", "writing the status", err)
+	}
+	// The answer, the whole pipeline, replaced u.
+	r.written.Wrote(key, p.ResourceVersion, u.GetResourceVersion(), status)
+	r.deferred.Close(key)
+	if unreachableChanged(before.Conditions, status.Conditions) {
+		r.reportClusters(ctx, p, ps.obs.problems)
+	}
+	for _, msg := range NewlyHidden(before, ps.obs.hidden) {
+		r.report.Warningf(ctx, p, nil, v1alpha1.EventTargetForbidden, "Observe", "%s", msg)
+	}
+	return ctrl.Result{RequeueAfter: ps.retry}, nil
 }
 
 // observation is what a reconcile read of a pipeline's world: each target's app (objects, nil
@@ -396,7 +449,8 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.Pipeline, app App,
 				// what its account may get.
 				hidden, err := r.hiddenTarget(ctx, tenant, app, t)
 				if err != nil {
-					return obs, err
+					return obs, eventlog.Step(v1alpha1.ReasonReconcileFailed, "Observe",
+						fmt.Sprintf("checking whether the pipeline's account may get the app in %s", t.Namespace), err)
 				}
 				if hidden != "" {
 					obs.targets[i][j] = TargetObservation{Hidden: hidden}
@@ -425,7 +479,7 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.Pipeline, app App,
 	if s := p.Spec.Source; s != nil {
 		source, err := r.acceptedSource(ctx, p.Namespace, s.ReleaseStream)
 		if err != nil {
-			return obs, err
+			return obs, eventlog.Step(v1alpha1.ReasonReconcileFailed, "Observe", "reading the source stream "+s.ReleaseStream, err)
 		}
 		obs.source = source
 	}

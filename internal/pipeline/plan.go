@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/eventlog"
 )
 
 // TargetObservation is what one reconcile learned of one target.
@@ -50,7 +52,8 @@ func PromotionID(uid, env, revision string) string {
 // source's revision on the same terms. An environment that asks for approval gets
 // WaitingApproval instead, until an approval of that revision is recorded. An environment with
 // a target not observed (an unreachable cluster, a cache not synced yet, an app the pipeline's
-// account may not get) is neither promoted nor promotes the next.
+// account may not get) is neither promoted nor promotes the next. A suspended pipeline
+// (spec.suspend) gets its status but no actions.
 func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision string, now time.Time) ([]v1alpha1.EnvironmentStatus, []Action) {
 	previous := map[string]*v1alpha1.EnvironmentStatus{}
 	for i := range p.Status.Environments {
@@ -99,6 +102,11 @@ func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision s
 		}
 		cur.WaitingApproval = nil
 		actions = append(actions, Action{Env: i, Revision: due})
+	}
+	if p.Spec.Suspend {
+		// Observed and shown as usual (an approval asked for may be given meanwhile), but
+		// nothing is carried out until spec.suspend is cleared.
+		return envs, nil
 	}
 	return envs, actions
 }
@@ -190,11 +198,27 @@ type ClusterProblem struct {
 	Message   string
 }
 
-// PromotionOutcome is what the reconcile's promotions came to: none due, all succeeded, or
-// the failures.
+// PromotionOutcome is what the reconcile's promotions came to: none due, all succeeded, the
+// failures, or none carried out because the pipeline is suspended.
 type PromotionOutcome struct {
 	Attempted bool
 	Err       error
+	Suspended bool
+}
+
+// ReasonSuspended (PromotionFailed=False) says that spec.suspend is set: nothing is promoted,
+// the targets are still observed (Ready says how they are), and Reconciling is absent, as
+// v1alpha1.ReasonSuspended has it. PromotionFailed is the condition about promotions, so it is
+// the one that says why none happen.
+const ReasonSuspended = v1alpha1.ReasonSuspended
+
+// setCondition sets one condition; its transition time is now when its status changes.
+func setCondition(conds *[]metav1.Condition, generation int64, typ string, status metav1.ConditionStatus, reason, msg string, now time.Time) {
+	c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: generation}
+	if old := meta.FindStatusCondition(*conds, typ); old == nil || old.Status != status {
+		c.LastTransitionTime = metav1.NewTime(now)
+	}
+	conditions.Set(conds, c)
 }
 
 // SetConditions sets the pipeline's conditions from one reconcile: the clusters it could not
@@ -203,11 +227,7 @@ type PromotionOutcome struct {
 // transition times (now).
 func SetConditions(conds *[]metav1.Condition, generation int64, envs []v1alpha1.EnvironmentStatus, problems []ClusterProblem, hidden []string, promo PromotionOutcome, now time.Time) {
 	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
-		c := metav1.Condition{Type: typ, Status: status, Reason: reason, Message: msg, ObservedGeneration: generation}
-		if old := meta.FindStatusCondition(*conds, typ); old == nil || old.Status != status {
-			c.LastTransitionTime = metav1.NewTime(now)
-		}
-		conditions.Set(conds, c)
+		setCondition(conds, generation, typ, status, reason, msg, now)
 	}
 
 	unreachableReason := ""
@@ -233,6 +253,8 @@ func SetConditions(conds *[]metav1.Condition, generation int64, envs []v1alpha1.
 	}
 
 	switch {
+	case promo.Suspended:
+		set(v1alpha1.ConditionPromotionFailed, metav1.ConditionFalse, ReasonSuspended, "spec.suspend is set: nothing is promoted; the targets are still observed")
 	case promo.Attempted && promo.Err != nil:
 		set(v1alpha1.ConditionPromotionFailed, metav1.ConditionTrue, v1alpha1.ReasonPromotionFailed, truncate(promo.Err.Error(), 1024))
 	case promo.Attempted:
@@ -265,6 +287,53 @@ func SetConditions(conds *[]metav1.Condition, generation int64, envs []v1alpha1.
 	default:
 		set(v1alpha1.ConditionPipelineReady, metav1.ConditionTrue, v1alpha1.ReasonTargetsObserved, "every target's app is observed")
 	}
+}
+
+// SetProgress sets what a reconcile's failures (err, eventlog Failures joined) and its
+// promotions' rollouts make of Ready, Reconciling and Stalled, after SetConditions (or, when
+// the targets could not be observed, on the conditions as they were): a failure makes Ready
+// False with its reason and message, and Stalled when the spec can never work, else
+// Reconciling (ProgressingWithRetry: it is retried); without one, Reconciling (Progressing)
+// says that an environment's last promotion is rolling out — its revision is on some target
+// but not ready on all — unless the pipeline is suspended. It is pure but for conditions'
+// transition times (now).
+func SetProgress(conds *[]metav1.Condition, generation int64, envs []v1alpha1.EnvironmentStatus, suspended bool, err error, now time.Time) {
+	if s, failed := eventlog.Summarize(err); failed {
+		msg := truncate(s.Message, 1024)
+		setCondition(conds, generation, v1alpha1.ConditionReady, metav1.ConditionFalse, s.Reason, msg, now)
+		progress := conditions.Progress{Reconciling: true, Reason: v1alpha1.ReasonProgressingWithRetry, Message: msg}
+		if s.Stalled {
+			progress = conditions.Progress{Stalled: true, Reason: s.Reason, Message: msg}
+		}
+		conditions.SetProgress(conds, generation, progress, now)
+		return
+	}
+	if !suspended {
+		if rollout := RollingOut(envs); rollout != "" {
+			conditions.SetProgress(conds, generation, conditions.Progress{Reconciling: true, Reason: v1alpha1.ReasonProgressing, Message: rollout}, now)
+			return
+		}
+	}
+	conditions.SetProgress(conds, generation, conditions.Done, now)
+}
+
+// RollingOut says which environments' last promotions are rolling out ("" when none): the
+// promoted revision is on some of the environment's targets but not ready on all of them. A
+// promotion whose revision is on no target (a pull request not merged yet, a notification's
+// receiver, a person's rollback) is out of the controller's hands: not Reconciling. It is
+// pure.
+func RollingOut(envs []v1alpha1.EnvironmentStatus) string {
+	var msgs []string
+	for _, e := range envs {
+		lp := e.LastPromotion
+		if lp == nil || (e.Ready && e.Revision == lp.Revision) {
+			continue
+		}
+		if slices.ContainsFunc(e.Targets, func(t v1alpha1.TargetStatus) bool { return t.Revision == lp.Revision }) {
+			msgs = append(msgs, fmt.Sprintf("rolling out %s to %s", lp.Revision, e.Name))
+		}
+	}
+	return strings.Join(msgs, "; ")
 }
 
 func targetName(t v1alpha1.TargetStatus) string {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/eventlog"
 )
 
 var t0 = time.Date(2026, 3, 25, 12, 0, 0, 0, time.UTC)
@@ -38,6 +39,7 @@ func TestPlan(t *testing.T) {
 	tests := []struct {
 		name     string
 		approve  bool
+		suspend  bool
 		status   []v1alpha1.EnvironmentStatus
 		observed [][]TargetObservation
 		source   string
@@ -100,10 +102,20 @@ func TestPlan(t *testing.T) {
 		{name: "two environments due at once",
 			observed: [][]TargetObservation{{at("3", true)}, {at("2", true), at("2", true)}, {at("1", true)}},
 			want:     []Action{{Env: 1, Revision: "3"}, {Env: 2, Revision: "2"}}},
+		{name: "suspended: nothing promoted, from the source or between environments",
+			suspend: true, source: "4",
+			observed: [][]TargetObservation{{at("3", true)}, {at("2", true), at("2", true)}, {at("1", true)}}},
+		{name: "suspended: an approval due is still asked for, and not acted on when given",
+			suspend: true, approve: true,
+			status: []v1alpha1.EnvironmentStatus{{Name: "prod", WaitingApproval: &v1alpha1.WaitingApproval{Revision: "2"},
+				Approval: &v1alpha1.ApprovalRecord{Revision: "2", Approver: "alice"}}},
+			observed: [][]TargetObservation{{at("2", true)}, {at("2", true), at("2", true)}, {at("1", true)}},
+			waiting:  map[string]string{"prod": "2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := threeEnvs(tt.approve)
+			p.Spec.Suspend = tt.suspend
 			p.Status.Environments = tt.status
 			envs, actions := Plan(p, tt.observed, tt.source, t0)
 			if diff := cmp.Diff(tt.want, actions); diff != "" {
@@ -187,6 +199,10 @@ func TestSetConditions(t *testing.T) {
 				"Ready": "False/TargetForbidden", "PromotionFailed": "True/PromotionFailed"}},
 		{"an unreachable cluster before a hidden target", observedAll, []ClusterProblem{{Cluster: "leaf", Message: "refused"}}, []string{"account x may not get deployments.apps web in namespace b"},
 			PromotionOutcome{}, map[string]string{"Ready": "False/ClusterUnreachable"}},
+		{"suspended: PromotionFailed says so, Ready tells the targets", observedAll, nil, nil, PromotionOutcome{Suspended: true}, map[string]string{
+			"Ready": "True/TargetsObserved", "PromotionFailed": "False/Suspended"}},
+		{"suspended with an unreachable cluster", observedAll, []ClusterProblem{{Cluster: "leaf", Message: "refused"}}, nil, PromotionOutcome{Suspended: true}, map[string]string{
+			"Ready": "False/ClusterUnreachable", "PromotionFailed": "False/Suspended"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -251,5 +267,64 @@ func TestReobserveAfterPromotion(t *testing.T) {
 	}
 	if diff := cmp.Diff(envs, again); diff != "" {
 		t.Errorf("the next reconcile computes another status (-after promotion +next):\n%s", diff)
+	}
+}
+
+// TestSetProgress: what a reconcile's failures and its promotions' rollouts make of Ready,
+// Reconciling and Stalled.
+func TestSetProgress(t *testing.T) {
+	promoted := &v1alpha1.PromotionRecord{Revision: "2"}
+	settled := []v1alpha1.EnvironmentStatus{{Name: "dev", Revision: "2", Ready: true, LastPromotion: promoted,
+		Targets: []v1alpha1.TargetStatus{{Namespace: "dev", Revision: "2", Ready: true}}}}
+	rolling := []v1alpha1.EnvironmentStatus{{Name: "dev", LastPromotion: promoted,
+		Targets: []v1alpha1.TargetStatus{{Namespace: "a", Revision: "2"}, {Namespace: "b", Revision: "1", Ready: true}}}}
+	rolledBack := []v1alpha1.EnvironmentStatus{{Name: "dev", Revision: "1", Ready: true, LastPromotion: promoted,
+		Targets: []v1alpha1.TargetStatus{{Namespace: "dev", Revision: "1", Ready: true}}}}
+	promoteFailed := eventlog.Step(v1alpha1.EventPromotionFailed, "Promote", "promoting 2 to dev", errors.New("patch refused"))
+	invalidApp := eventlog.Stall(v1alpha1.EventInvalidApp, "Observe", "reading the pipeline's app", errors.New("no kind"))
+	tests := []struct {
+		name      string
+		envs      []v1alpha1.EnvironmentStatus
+		suspended bool
+		err       error
+		want      map[string]string // type -> status/reason; "" absent
+	}{
+		{"done", settled, false, nil, map[string]string{"Ready": "True/TargetsObserved", "Reconciling": "", "Stalled": ""}},
+		{"a rollout under way", rolling, false, nil, map[string]string{"Reconciling": "True/Progressing", "Stalled": ""}},
+		{"a rollout while suspended", rolling, true, nil, map[string]string{"Reconciling": "", "Stalled": ""}},
+		{"rolled back by hand: not the controller's work", rolledBack, false, nil, map[string]string{"Reconciling": ""}},
+		{"a failed step is retried", settled, false, promoteFailed, map[string]string{
+			"Ready": "False/PromotionFailed", "Reconciling": "True/ProgressingWithRetry", "Stalled": ""}},
+		{"an API error counts as a failed step", settled, false, errors.New("etcd timeout"), map[string]string{
+			"Ready": "False/ReconcileFailed", "Reconciling": "True/ProgressingWithRetry"}},
+		{"an invalid app stalls", nil, false, invalidApp, map[string]string{
+			"Ready": "False/InvalidApp", "Stalled": "True/InvalidApp", "Reconciling": ""}},
+		{"a stall with a retried failure is retried", nil, false, errors.Join(invalidApp, promoteFailed), map[string]string{
+			"Ready": "False/InvalidApp", "Stalled": "", "Reconciling": "True/ProgressingWithRetry"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var conds []metav1.Condition
+			SetConditions(&conds, 2, tt.envs, nil, nil, PromotionOutcome{}, t0)
+			SetProgress(&conds, 2, tt.envs, tt.suspended, tt.err, t0)
+			for typ, want := range tt.want {
+				c := meta.FindStatusCondition(conds, typ)
+				got := ""
+				if c != nil {
+					got = string(c.Status) + "/" + c.Reason
+					if c.Message == "" || c.ObservedGeneration != 2 {
+						t.Errorf("%s: %+v", typ, c)
+					}
+				}
+				if got != want {
+					t.Errorf("%s = %q, want %q", typ, got, want)
+				}
+			}
+		})
+	}
+	var conds []metav1.Condition
+	SetProgress(&conds, 1, nil, false, promoteFailed, t0)
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c.Message != "promoting 2 to dev: patch refused" {
+		t.Errorf("Ready's message names the step: %q", c.Message)
 	}
 }

@@ -32,6 +32,9 @@ func TestNeedsReconcile(t *testing.T) {
 		{"spec", func(p *v1alpha1.Pipeline) { p.Generation = 4 }, true},
 		{"labels", func(p *v1alpha1.Pipeline) { p.Labels["team"] = "b" }, true},
 		{"annotations", func(p *v1alpha1.Pipeline) { p.Annotations = map[string]string{"x": "y"} }, true},
+		{"a reconcile requested", func(p *v1alpha1.Pipeline) {
+			p.Annotations = map[string]string{v1alpha1.AnnotationReconcileRequestedAt: "2026-11-28T12:00:00Z"}
+		}, true},
 		{"deletion", func(p *v1alpha1.Pipeline) { now := metav1.Now(); p.DeletionTimestamp = &now }, true},
 		{"an approval", func(p *v1alpha1.Pipeline) { p.Status.Environments[1].Approval = approved }, true},
 	} {
