@@ -30,7 +30,7 @@ func (s *streamSync) build(ctx context.Context, p *v1alpha1.ReleasePayload) {
 	}
 	jobs, err := s.jobsOf(ctx, p)
 	if err != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Build", "listing the jobs of "+p.Name, err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Build", "listing the jobs of "+p.Name, err)
 		return
 	}
 	if jobs.creation > 0 {
@@ -41,7 +41,7 @@ func (s *streamSync) build(ctx context.Context, p *v1alpha1.ReleasePayload) {
 	switch err := s.r.Create(ctx, job); {
 	case apierrors.IsAlreadyExists(err):
 	case err != nil:
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Build", "creating the build job of "+p.Name, err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Build", "creating the build job of "+p.Name, err)
 	default:
 		s.r.report.Eventf(ctx, p, job, v1alpha1.EventBuildStarted, "Build", "created the creation job %s (image %s)", job.Name, s.r.BuildImage)
 	}
@@ -61,18 +61,18 @@ func (s *streamSync) recordImage(ctx context.Context, p *v1alpha1.ReleasePayload
 	}
 	ref, err := s.r.Registry.Resolve(ctx, p.Spec.PayloadCreationConfig.Repository+":"+p.Name)
 	if err != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "resolving the image of "+p.Name, err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "RecordImage", "resolving the image of "+p.Name, err)
 		return
 	}
 	var platformImages []v1alpha1.PlatformImage
 	if platforms := p.Spec.PayloadCreationConfig.Platforms; len(platforms) > 0 {
 		images, err := s.r.Registry.Platforms(ctx, ref)
 		if err != nil {
-			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "reading the platforms of "+p.Name, err)
+			s.fail(p, v1alpha1.ReasonReconcileFailed, "RecordImage", "reading the platforms of "+p.Name, err)
 			return
 		}
 		if platformImages, err = PlatformImages(ref, images, platforms); err != nil {
-			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "recording the image of "+p.Name, err)
+			s.fail(p, v1alpha1.ReasonReconcileFailed, "RecordImage", "recording the image of "+p.Name, err)
 			return
 		}
 	}
@@ -81,7 +81,7 @@ func (s *streamSync) recordImage(ctx context.Context, p *v1alpha1.ReleasePayload
 	p.Status.PayloadImage = ref
 	p.Status.PlatformImages = platformImages
 	if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterStream, &before.Status, &p.Status); len(foreign) > 0 {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "recording the image of "+p.Name, fmt.Errorf("the change touches fields the stream controller does not own: %v", foreign))
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "RecordImage", "recording the image of "+p.Name, fmt.Errorf("the change touches fields the stream controller does not own: %v", foreign))
 		return
 	}
 	if err := s.r.Status().Patch(ctx, p, client.MergeFromWithOptions(before, patch)); err != nil {
@@ -89,7 +89,7 @@ func (s *streamSync) recordImage(ctx context.Context, p *v1alpha1.ReleasePayload
 			s.requeue(time.Second) // the cache is behind the payload controller's write
 			return
 		}
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "RecordImage", "recording the image of "+p.Name, err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "RecordImage", "recording the image of "+p.Name, err)
 	}
 }
 

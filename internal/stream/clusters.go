@@ -39,7 +39,7 @@ func (s *streamSync) useClusters(ctx context.Context) {
 	}
 	views, err := s.r.Clusters.Use(ctx, ClusterUser, types.NamespacedName{Namespace: s.stream.Namespace, Name: s.stream.Name}, used)
 	if err != nil {
-		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Verify", "watching the verification clusters", err)
+		s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Verify", "watching the verification clusters", err)
 		return
 	}
 	s.clusters = views

@@ -24,12 +24,12 @@ func (s *streamSync) collect(ctx context.Context) {
 	for _, p := range Collect(s.stream.Spec.Retention, s.payloads, s.now) {
 		if s.stream.Spec.Retention.DeleteImages {
 			if err := s.r.Registry.Delete(ctx, p.Spec.PayloadCreationConfig.Repository+":"+p.Name); err != nil && !registryclient.IsNotFound(err) {
-				s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting the image of "+p.Name, err)
+				s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting the image of "+p.Name, err)
 				continue
 			}
 		}
 		if err := s.r.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
-			s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting payload "+p.Name, err)
+			s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting payload "+p.Name, err)
 			continue
 		}
 		collected[p.Name] = true
@@ -59,7 +59,7 @@ func (s *streamSync) collect(ctx context.Context) {
 func (s *streamSync) collectJobs(ctx context.Context, cache *jobcache.Cache, w client.Writer, where string) {
 	records, err := cache.ByStream(ctx, s.stream.Namespace, s.stream.Name)
 	if err != nil {
-		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "listing jobs"+where, err)
+		s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "listing jobs"+where, err)
 		return
 	}
 	jobs := jobsOfRecords(records)
@@ -84,7 +84,7 @@ func (s *streamSync) collectJobs(ctx context.Context, cache *jobcache.Cache, w c
 		if j.Creation && where != "" {
 			// A creation Job on a creation cluster: its input ConfigMap goes with it.
 			if err := deleteBuildObjects(ctx, w, j.Namespace, j.Name); err != nil {
-				s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting job "+j.Name+where, err)
+				s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting job "+j.Name+where, err)
 			}
 			continue
 		}
@@ -95,7 +95,7 @@ func (s *streamSync) collectJobs(ctx context.Context, cache *jobcache.Cache, w c
 		obj.SetNamespace(j.Namespace)
 		obj.SetName(j.Name)
 		if err := w.Delete(ctx, obj, &client.DeleteOptions{PropagationPolicy: &background}); client.IgnoreNotFound(err) != nil {
-			s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting job "+j.Name+where, err)
+			s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting job "+j.Name+where, err)
 		}
 	}
 }

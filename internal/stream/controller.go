@@ -104,11 +104,12 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch;create;update;delete
 
 // Reconcile runs the stream's steps in order — import, abort, create, build, record images,
-// verify, record upgrades, publish, collect — and writes the stream's status once at the end,
-// whatever happened (status.go computes it from what the pass found). A step that fails is
-// reported (a Warning Event and an error log line, see eventlog) and the other steps still
-// run; the failures are then returned, so controller-runtime retries with backoff and counts
-// them in its error metrics.
+// verify, record upgrades, publish, collect — and, in one deferred place, writes the stream's
+// status once (status.go computes it from what the pass found and which steps failed) and
+// reports the failures (eventlog.Recorder.Finish: one Warning Event each, and the error that
+// controller-runtime logs once and retries with backoff, or does not retry when every failure
+// is a stall). A step that fails is recorded in the pass and the other steps still run.
+// While spec.suspend is set only the payloads are listed (see suspendedPass).
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	var stream v1alpha1.ReleaseStream
 	if err := r.Get(ctx, req.NamespacedName, &stream); err != nil {
@@ -123,16 +124,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}
 	s := &streamSync{r: r, stream: &stream, now: r.Clock.Now()}
 	defer func() {
-		if writeErr := s.writeStatus(ctx); writeErr != nil {
-			err = errors.Join(err, writeErr)
-		}
-		err = errors.Join(err, s.failed())
+		writeErr := s.writeStatus(ctx)
+		err = r.report.Finish(ctx, s.stream, errors.Join(s.pass.failed(), writeErr))
 		if err != nil {
 			result = ctrl.Result{} // the rate limiter decides when to retry
 			return
 		}
 		result = ctrl.Result{RequeueAfter: s.requeueAfter}
 	}()
+	if stream.Spec.Suspend {
+		s.suspendedPass(ctx)
+		return ctrl.Result{}, nil
+	}
 	s.run(ctx)
 	return ctrl.Result{}, nil
 }
@@ -156,27 +159,42 @@ func (s *streamSync) requeue(d time.Duration) {
 	}
 }
 
-// fail records a failed step of the pass and reports it on obj (the stream, or the payload
-// the step was about): the other steps still run, and the stream is not Ready.
-func (s *streamSync) fail(ctx context.Context, obj client.Object, reason, action, step string, err error) {
-	s.pass.Failures = append(s.pass.Failures, stepFailure{Step: step, Reason: reason, Err: err})
-	stepFailures.WithLabelValues(s.stream.Namespace, s.stream.Name, reason).Inc()
-	s.r.report.Fail(ctx, obj, reason, action, step, err)
+// fail records a failed step of the pass, reported on obj (the stream, or the payload the step
+// was about) when the reconcile finishes: the other steps still run, and the stream is not
+// Ready.
+func (s *streamSync) fail(obj client.Object, reason, action, step string, err error) {
+	s.record(obj, &eventlog.Failure{Reason: reason, Action: action, Step: step, Err: err})
 }
 
-// failed is the pass's failures as one error; nil when none.
-func (s *streamSync) failed() error {
-	errs := make([]error, 0, len(s.pass.Failures))
-	for _, f := range s.pass.Failures {
-		errs = append(errs, fmt.Errorf("stream %s/%s: %s: %w", s.stream.Namespace, s.stream.Name, f.Step, f.Err))
+// stall records a failed step that cannot work until the spec (or what the error names)
+// changes: when every failure of the pass is one, the stream is Stalled and not retried.
+func (s *streamSync) stall(obj client.Object, reason, action, step string, err error) {
+	s.record(obj, &eventlog.Failure{Reason: reason, Action: action, Step: step, Err: err, Stalled: true})
+}
+
+func (s *streamSync) record(obj client.Object, f *eventlog.Failure) {
+	if obj != client.Object(s.stream) {
+		f.Object = obj
 	}
-	return errors.Join(errs...)
+	s.pass.Failures = append(s.pass.Failures, f)
+	stepFailures.WithLabelValues(s.stream.Namespace, s.stream.Name, f.Reason).Inc()
+}
+
+// suspendedPass is the pass of a suspended stream: nothing is imported, created, built,
+// verified, published or collected; the payloads are listed so that the status still counts
+// them (the payload controller keeps recording their running jobs meanwhile).
+func (s *streamSync) suspendedPass(ctx context.Context) {
+	s.pass.Suspended = true
+	s.pass.Components = s.stream.Status.Components
+	if err := s.listPayloads(ctx); err != nil {
+		s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "List", "listing payloads", err)
+	}
 }
 
 func (s *streamSync) run(ctx context.Context) {
 	pinned, resolved := s.importComponents(ctx)
 	if err := s.listPayloads(ctx); err != nil {
-		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "List", "listing payloads", err)
+		s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "List", "listing payloads", err)
 		return
 	}
 	s.useClusters(ctx)
@@ -194,7 +212,10 @@ func (s *streamSync) run(ctx context.Context) {
 		s.recordImage(ctx, p)
 		if stream, ok := namesMissingStream(p, missing); ok {
 			// Never guessed from this stream, never skipped: the stream's Ready says why.
-			s.fail(ctx, p, v1alpha1.ReasonUpgradeSourceMissing, "Verify", "planning the upgrades of "+p.Name,
+			// A stall: nothing this controller does makes the stream appear. The watch on
+			// streams brings this one back when it is created (upgradingFrom) or when this
+			// stream's spec changes.
+			s.stall(p, v1alpha1.ReasonUpgradeSourceMissing, "Verify", "planning the upgrades of "+p.Name,
 				fmt.Errorf("an upgrade verification starts from stream %s, which does not exist in namespace %s", stream, p.Namespace))
 			continue
 		}
@@ -229,11 +250,8 @@ func (s *streamSync) writeStatus(ctx context.Context) error {
 	}
 	patch := client.MergeFrom(s.stream.DeepCopy())
 	s.stream.Status = status
-	if err := s.r.Status().Patch(ctx, s.stream, patch); client.IgnoreNotFound(err) != nil {
-		s.r.report.Fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the status", err)
-		return fmt.Errorf("writing status of stream %s/%s: %w", s.stream.Namespace, s.stream.Name, err)
-	}
-	return nil
+	err := s.r.Status().Patch(ctx, s.stream, patch)
+	return eventlog.Step(v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the status", client.IgnoreNotFound(err))
 }
 
 // NewRateLimiter is the stream controller's rate limiter: per stream, FailureBackoffBase after

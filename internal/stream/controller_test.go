@@ -350,6 +350,11 @@ func TestUpgradeFromAnotherStream(t *testing.T) {
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonUpgradeSourceMissing))
 		g.Expect(ready.Message).To(ContainSubstring("starts from stream stable, which does not exist"))
+		// A stall: not retried until the stream or the one it names changes.
+		stalled := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionStalled)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Reason).To(Equal(v1alpha1.ReasonUpgradeSourceMissing))
+		g.Expect(meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionReconciling)).To(BeNil())
 	})
 	got := waitPayload(t, ns, p.Name, func(g Gomega, p *v1alpha1.ReleasePayload) {
 		g.Expect(p.Status.Phase).To(Equal(v1alpha1.PhaseReady))

@@ -5,6 +5,7 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,19 +26,19 @@ func (s *streamSync) abortSuperseded(ctx context.Context) {
 		patch := client.MergeFrom(p.DeepCopy())
 		metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AnnotationAborted, reason)
 		if err := s.r.Patch(ctx, p, patch); err != nil {
-			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Abort", "aborting "+p.Name, err)
+			s.fail(p, v1alpha1.ReasonReconcileFailed, "Abort", "aborting "+p.Name, err)
 			continue
 		}
 		if remote, err := s.deleteRemoteBuild(ctx, p); remote {
 			if err != nil {
-				s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Abort", "stopping the build of "+p.Name+" on its creation cluster", err)
+				s.fail(p, v1alpha1.ReasonReconcileFailed, "Abort", "stopping the build of "+p.Name+" on its creation cluster", err)
 			}
 			continue
 		}
 		background := metav1.DeletePropagationBackground
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: jobcontract.CreationJobName(p.Name)}}
 		if err := s.r.Delete(ctx, job, &client.DeleteOptions{PropagationPolicy: &background}); client.IgnoreNotFound(err) != nil {
-			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Abort", "stopping the build of "+p.Name, err)
+			s.fail(p, v1alpha1.ReasonReconcileFailed, "Abort", "stopping the build of "+p.Name, err)
 		}
 	}
 }
@@ -48,6 +49,11 @@ func (s *streamSync) createPayload(ctx context.Context, pinned []v1alpha1.Pinned
 	decision := DecideCreate(&s.stream.Spec, hash, s.payloads, s.now)
 	s.pass.Decision = &decision
 	s.requeue(decision.RequeueAfter)
+	if decision.Blocked {
+		// The spec stops every creation until it is changed: a stall, not retried.
+		s.stall(s.stream, decision.Reason, "Create", "deciding the next payload", errors.New(decision.Message))
+		return
+	}
 	if !decision.Create {
 		return
 	}
@@ -55,7 +61,7 @@ func (s *streamSync) createPayload(ctx context.Context, pinned []v1alpha1.Pinned
 	if s.stream.Spec.MirrorRepository != "" {
 		mirrored, err := s.mirror(ctx, tag, pinned)
 		if err != nil {
-			s.fail(ctx, s.stream, v1alpha1.ReasonMirrorFailed, "Mirror", "mirroring the components of "+tag, err)
+			s.fail(s.stream, v1alpha1.ReasonMirrorFailed, "Mirror", "mirroring the components of "+tag, err)
 			return
 		}
 		pinned = mirrored
@@ -67,7 +73,7 @@ func (s *streamSync) createPayload(ctx context.Context, pinned []v1alpha1.Pinned
 			err = s.ensureTemplates(ctx, cm, ref)
 		}
 		if err != nil {
-			s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Create", "keeping the verification templates of "+tag, err)
+			s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Create", "keeping the verification templates of "+tag, err)
 			return
 		}
 		templates = ref
@@ -78,7 +84,7 @@ func (s *streamSync) createPayload(ctx context.Context, pinned []v1alpha1.Pinned
 			s.requeue(time.Second) // created in this very second already: the next tag comes with the next second
 			return
 		}
-		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Create", "creating payload "+tag, err)
+		s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Create", "creating payload "+tag, err)
 		return
 	}
 	s.pass.Created = tag

@@ -31,7 +31,7 @@ func (s *streamSync) recordUpgrades(ctx context.Context) {
 		if reason == v1alpha1.ReasonUpgradeGraphWriteFailed {
 			failReason = v1alpha1.ReasonReconcileFailed
 		}
-		s.fail(ctx, s.stream, failReason, "RecordUpgrades", "recording upgrade results in ConfigMap "+key.Name, err)
+		s.fail(s.stream, failReason, "RecordUpgrades", "recording upgrade results in ConfigMap "+key.Name, err)
 	}
 	notOwned := func(why string) {
 		err := fmt.Errorf("ConfigMap %s %s; the controller leaves it alone: delete or rename it to record upgrade results", key.Name, why)
@@ -111,7 +111,7 @@ func (s *streamSync) publish(ctx context.Context) {
 	}
 	for _, tag := range s.stream.Spec.PublishTags {
 		if err := s.r.Registry.Tag(ctx, newest.Status.PayloadImage, tag); err != nil {
-			s.fail(ctx, s.stream, v1alpha1.ReasonPublishFailed, "Publish", fmt.Sprintf("publishing %s as %s", newest.Name, tag), err)
+			s.fail(s.stream, v1alpha1.ReasonPublishFailed, "Publish", fmt.Sprintf("publishing %s as %s", newest.Name, tag), err)
 			return
 		}
 	}

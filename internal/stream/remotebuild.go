@@ -90,7 +90,7 @@ func (s *streamSync) creationCluster(ctx context.Context, p *v1alpha1.ReleasePay
 func (s *streamSync) buildRemote(ctx context.Context, p *v1alpha1.ReleasePayload) {
 	view, namespace, _, err := s.creationCluster(ctx, p)
 	if err != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Build", "creating the build job of "+p.Name, err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Build", "creating the build job of "+p.Name, err)
 		return
 	}
 	if !view.Synced() {
@@ -98,7 +98,7 @@ func (s *streamSync) buildRemote(ctx context.Context, p *v1alpha1.ReleasePayload
 	}
 	records, err := view.Jobs.ByPayload(ctx, p.Namespace, p.Name)
 	if err != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Build", "listing the jobs of "+p.Name+" on its creation cluster", err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Build", "listing the jobs of "+p.Name+" on its creation cluster", err)
 		return
 	}
 	if jobsOfRecords(records).creation > 0 {
@@ -106,25 +106,25 @@ func (s *streamSync) buildRemote(ctx context.Context, p *v1alpha1.ReleasePayload
 	}
 	in, err := buildinput.Of(p, s.payloads)
 	if err != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Build", "computing the build input of "+p.Name, err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Build", "computing the build input of "+p.Name, err)
 		return
 	}
 	job := NewRemoteCreationJob(p, namespace, s.r.BuildImage)
 	jobcontract.WithRegistryAuth(&job.Spec.Template.Spec, s.r.RegistryAuthSecret)
 	cm, err := NewBuildInputConfigMap(job, in)
 	if err != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Build", "creating the build job of "+p.Name, err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Build", "creating the build job of "+p.Name, err)
 		return
 	}
 	key, _, _ := buildinput.ClusterOf(p)
 	if err := view.Client.Create(ctx, cm); client.IgnoreAlreadyExists(err) != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Build", "creating the build input of "+p.Name+" on cluster "+key.String(), err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Build", "creating the build input of "+p.Name+" on cluster "+key.String(), err)
 		return
 	}
 	switch err := view.Client.Create(ctx, job); {
 	case apierrors.IsAlreadyExists(err):
 	case err != nil:
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Build", "creating the build job of "+p.Name+" on cluster "+key.String(), err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Build", "creating the build job of "+p.Name+" on cluster "+key.String(), err)
 	default:
 		s.r.report.Eventf(ctx, p, nil, v1alpha1.EventBuildStarted, "Build", "created the creation job %s on cluster %s, namespace %s (image %s)", job.Name, key, namespace, s.r.BuildImage)
 	}

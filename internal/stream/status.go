@@ -1,14 +1,19 @@
 package stream
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/eventlog"
+	"github.com/release-controller/release-controller/internal/verdict"
 )
 
 // The stream's status is computed here, from what one reconcile found and did (a pass), by
@@ -38,7 +43,9 @@ type pass struct {
 	// UpgradeGraph is the outcome of recording the upgrade results; nil when it did not run.
 	UpgradeGraph *graphOutcome
 	// Failures are the steps that failed, in order.
-	Failures []stepFailure
+	Failures []*eventlog.Failure
+	// Suspended: spec.suspend stopped the pass after listing the payloads.
+	Suspended bool
 }
 
 // graphOutcome is what recording the upgrade graph found.
@@ -47,25 +54,13 @@ type graphOutcome struct {
 	Reason, Message string
 }
 
-// stepFailure is a step of the pass that failed. The reconcile goes on with the other steps,
-// then returns the failures as its error.
-type stepFailure struct {
-	// Step says what failed, e.g. "creating payload 4.15.0-0.nightly-2026-11-22-093000".
-	Step string
-	// Reason is the Ready reason (and the Event's) for it: ReasonReconcileFailed unless the
-	// step has its own.
-	Reason string
-	Err    error
-}
-
-func (f stepFailure) String() string {
-	return fmt.Sprintf("%s: %v", f.Step, f.Err)
-}
-
 // ComputeStatus returns the stream's status after pass p. It does not modify the stream.
 // Conditions are stamped with the stream's generation and now (their transition time moves
-// only when their status does); observedGeneration moves only when the pass succeeded, so a
-// spec the controller failed to act on is not reported as observed.
+// only when their status does); observedGeneration moves only when the pass succeeded or
+// stalled, so a spec the controller failed to act on (and retries) is not reported as
+// observed, while a stalled one is (kstatus reads Stalled only at the observed generation).
+// lastHandledReconcileAt repeats the reconcile-requested-at annotation of the stream the pass
+// read.
 func ComputeStatus(stream *v1alpha1.ReleaseStream, p pass, now time.Time) v1alpha1.ReleaseStreamStatus {
 	status := *stream.Status.DeepCopy()
 	status.Components = p.Components
@@ -93,11 +88,85 @@ func ComputeStatus(stream *v1alpha1.ReleaseStream, p pass, now time.Time) v1alph
 	if p.UpgradeGraph != nil {
 		set(upgradeGraphCondition(*p.UpgradeGraph))
 	}
-	set(readyCondition(p))
-	if len(p.Failures) == 0 {
+	set(readyCondition(p, meta.FindStatusCondition(stream.Status.Conditions, v1alpha1.ConditionReady)))
+	conditions.SetProgress(&status.Conditions, stream.Generation, progress(p), now)
+	if failures, stalled := failureSummary(p); failures == 0 || stalled {
+		// A stall is observed as well: nothing more can be done with this generation.
 		status.ObservedGeneration = stream.Generation
 	}
+	status.LastHandledReconcileAt = stream.Annotations[v1alpha1.AnnotationReconcileRequestedAt]
 	return status
+}
+
+// failureSummary counts the pass's failures and says whether every one is a stall.
+func failureSummary(p pass) (failures int, stalled bool) {
+	s, ok := eventlog.Summarize(p.failed())
+	return len(p.Failures), ok && s.Stalled
+}
+
+// failed is the pass's failures as one error.
+func (p pass) failed() error {
+	errs := make([]error, len(p.Failures))
+	for i, f := range p.Failures {
+		errs[i] = f
+	}
+	return errors.Join(errs...)
+}
+
+// SuspendedMessage opens Ready's message while spec.suspend is set.
+const SuspendedMessage = "suspended (spec.suspend): nothing is imported, created, built, verified, published or collected"
+
+// progress is the stream's kstatus progress after pass p:
+//   - Stalled when every failed step is a stall (a spec that cannot work: an upgrade source
+//     stream that does not exist, verification names that clash): not retried until the
+//     stream or the stream it names changes;
+//   - Reconciling ProgressingWithRetry when a step failed, or a component did not resolve:
+//     retried with backoff, and Ready says what failed;
+//   - Reconciling Progressing while a payload of the stream waits for its image to be built
+//     (phase Pending) or for the verifications the stream launched (phase Ready), aborted
+//     ones aside: the stream's work is under way and reaches a verdict without a spec change;
+//   - neither when suspended (Ready's message says so), or when every payload has a verdict.
+func progress(p pass) conditions.Progress {
+	if s, failed := eventlog.Summarize(p.failed()); failed {
+		if s.Stalled {
+			return conditions.Progress{Stalled: true, Reason: s.Reason, Message: s.Message}
+		}
+		return conditions.Progress{Reconciling: true, Reason: v1alpha1.ReasonProgressingWithRetry, Message: s.Message}
+	}
+	if p.Suspended {
+		return conditions.Done
+	}
+	if p.Decision == nil {
+		return conditions.Progress{Reconciling: true, Reason: v1alpha1.ReasonProgressingWithRetry,
+			Message: "components did not resolve; retrying with backoff: " + strings.Join(unresolvedComponents(p.Components), "; ")}
+	}
+	var building, verifying []string
+	for i := range p.Payloads {
+		q := &p.Payloads[i]
+		if q.Annotations[v1alpha1.AnnotationAborted] != "" {
+			continue
+		}
+		switch verdict.Of(q) {
+		case v1alpha1.PhasePending:
+			building = append(building, q.Name)
+		case v1alpha1.PhaseReady:
+			verifying = append(verifying, q.Name)
+		}
+	}
+	if p.Created != "" && !slices.Contains(building, p.Created) {
+		building = append(building, p.Created)
+	}
+	var waits []string
+	if len(building) > 0 {
+		waits = append(waits, "payloads being built: "+joinNames(building))
+	}
+	if len(verifying) > 0 {
+		waits = append(waits, "payloads being verified: "+joinNames(verifying))
+	}
+	if len(waits) == 0 {
+		return conditions.Done
+	}
+	return conditions.Progress{Reconciling: true, Reason: v1alpha1.ReasonProgressing, Message: strings.Join(waits, "; ")}
 }
 
 // importedCondition is Imported: True when every component resolved, else False naming the
@@ -133,27 +202,28 @@ func upgradeGraphCondition(o graphOutcome) metav1.Condition {
 }
 
 // readyCondition decides Ready, in this order: a failed step makes it False with the first
-// failure's reason and every failure in the message; an unresolved component makes it False
-// (ComponentsUnresolved); otherwise it is True and says what the creation decision waits for,
-// or which payload the pass created.
-func readyCondition(p pass) metav1.Condition {
+// failure's reason and every failure in the message (eventlog.Summarize; a blocked creation
+// decision is such a failure, a stall); a suspended stream keeps its last Ready status and
+// reason, its message saying it is suspended (SuspendedMessage); an unresolved
+// component makes it False (ComponentsUnresolved); otherwise it is True and says what the
+// creation decision waits for, or which payload the pass created. last is the Ready condition
+// the stream had, nil when none.
+func readyCondition(p pass, last *metav1.Condition) metav1.Condition {
 	ready := metav1.Condition{Type: v1alpha1.ConditionReady}
+	s, failed := eventlog.Summarize(p.failed())
 	switch {
-	case len(p.Failures) > 0:
-		messages := make([]string, len(p.Failures))
-		for i, f := range p.Failures {
-			messages[i] = f.String()
-		}
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.Failures[0].Reason, strings.Join(messages, "; ")
-		if ready.Reason == "" {
-			ready.Reason = v1alpha1.ReasonReconcileFailed
+	case failed:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, s.Reason, s.Message
+	case p.Suspended:
+		// Ready's status and reason stay what the last pass found (ReasonSuspended before any).
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionUnknown, v1alpha1.ReasonSuspended, SuspendedMessage
+		if last != nil {
+			ready.Status, ready.Reason = last.Status, last.Reason
 		}
 	case p.Decision == nil:
 		unresolved := len(unresolvedComponents(p.Components))
 		ready.Status, ready.Reason = metav1.ConditionFalse, v1alpha1.ReasonComponentsUnresolved
 		ready.Message = fmt.Sprintf("%d of %d components did not resolve; no payload is created until every component resolves", unresolved, len(p.Components))
-	case p.Decision.Blocked:
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, p.Decision.Reason, p.Decision.Message
 	default:
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, p.Decision.Reason, p.Decision.Message
 		switch {

@@ -152,7 +152,7 @@ func (s *streamSync) collectTemplates(ctx context.Context) {
 	if err := s.r.List(ctx, &list, client.InNamespace(s.stream.Namespace), client.MatchingLabels{
 		v1alpha1.LabelStream: s.stream.Name, v1alpha1.LabelContent: v1alpha1.ContentVerificationTemplates,
 	}); err != nil {
-		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "listing the verification templates", err)
+		s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "listing the verification templates", err)
 		return
 	}
 	used := map[string]bool{}
@@ -176,7 +176,7 @@ func (s *streamSync) collectTemplates(ctx context.Context) {
 	}
 	current, _, err := VerificationTemplates(s.stream, PerPlatform(s.stream.Spec.Verification))
 	if err != nil {
-		s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "naming the current verification templates", err)
+		s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "naming the current verification templates", err)
 		return
 	}
 	for _, cm := range unused {
@@ -184,7 +184,7 @@ func (s *streamSync) collectTemplates(ctx context.Context) {
 			continue
 		}
 		if err := s.r.Delete(ctx, cm); client.IgnoreNotFound(err) != nil {
-			s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting the verification templates "+cm.Name, err)
+			s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Collect", "deleting the verification templates "+cm.Name, err)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 		patch := client.MergeFrom(p.DeepCopy())
 		metav1.SetMetaDataAnnotation(&p.ObjectMeta, v1alpha1.AnnotationUpgradeSkipped, joinSet(skipped))
 		if err := s.r.Patch(ctx, p, patch); err != nil {
-			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "recording skipped upgrades of "+p.Name, err)
+			s.fail(p, v1alpha1.ReasonReconcileFailed, "Verify", "recording skipped upgrades of "+p.Name, err)
 		}
 	}
 	if len(plan.Launches) == 0 {
@@ -44,12 +44,12 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 	}
 	jobs, err := s.jobsOf(ctx, p)
 	if err != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "listing the jobs of "+p.Name, err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Verify", "listing the jobs of "+p.Name, err)
 		return
 	}
 	remote, synced, err := s.remoteRecords(ctx, p)
 	if err != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "listing the jobs of "+p.Name+" on its verification clusters", err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Verify", "listing the jobs of "+p.Name+" on its verification clusters", err)
 		return
 	}
 	for _, r := range remote {
@@ -70,7 +70,7 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 	}
 	templates, readErr := s.readTemplates(ctx, p)
 	if readErr != nil && !isUnusable(readErr) {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "reading the verifications of "+p.Name, readErr)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Verify", "reading the verifications of "+p.Name, readErr)
 		return
 	}
 	for _, l := range launches {
@@ -94,7 +94,7 @@ func (s *streamSync) verify(ctx context.Context, p *v1alpha1.ReleasePayload, acc
 			// failed, with the API server's message, and counts against the retries.
 			s.recordRefusal(ctx, p, l, name, jobcontract.CauseRefused, err)
 		case err != nil:
-			s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", fmt.Sprintf("launching %s of %s", name, p.Name), err)
+			s.fail(p, v1alpha1.ReasonReconcileFailed, "Verify", fmt.Sprintf("launching %s of %s", name, p.Name), err)
 		case created:
 			s.reportLaunch(ctx, p, l, name)
 		}
@@ -117,7 +117,7 @@ func (s *streamSync) recordRefusal(ctx context.Context, p *v1alpha1.ReleasePaylo
 		err = s.r.Patch(ctx, p, patch)
 	}
 	if err != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "recording the refused run "+name+" of "+p.Name, err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Verify", "recording the refused run "+name+" of "+p.Name, err)
 		return
 	}
 	switch cause {
@@ -158,7 +158,7 @@ func (s *streamSync) launchable(ctx context.Context, p *v1alpha1.ReleasePayload,
 		return true
 	}
 	if _, _, err := s.clusterView(p, v); err != nil {
-		s.fail(ctx, p, v1alpha1.ReasonReconcileFailed, "Verify", "launching verification "+v.Name+" of "+p.Name, err)
+		s.fail(p, v1alpha1.ReasonReconcileFailed, "Verify", "launching verification "+v.Name+" of "+p.Name, err)
 	}
 	return false
 }
@@ -255,13 +255,13 @@ func (s *streamSync) acceptedByStream(ctx context.Context) (verify.Accepted, map
 				if apierrors.IsNotFound(err) {
 					missing[name] = true
 				} else {
-					s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Verify", "reading the upgrade source stream "+name, err)
+					s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Verify", "reading the upgrade source stream "+name, err)
 				}
 				continue
 			}
 			var list v1alpha1.ReleasePayloadList
 			if err := s.r.List(ctx, &list, client.InNamespace(s.stream.Namespace), client.MatchingFields{IndexStream: name}); err != nil {
-				s.fail(ctx, s.stream, v1alpha1.ReasonReconcileFailed, "Verify", "listing the payloads of the upgrade source stream "+name, err)
+				s.fail(s.stream, v1alpha1.ReasonReconcileFailed, "Verify", "listing the payloads of the upgrade source stream "+name, err)
 				continue
 			}
 			accepted[name] = acceptedSources(list.Items)
