@@ -302,13 +302,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		Watches(&v1alpha1.ReleaseStream{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
 			return r.upgradingFrom(ctx, obj.GetNamespace(), obj.GetName())
 		})).
-		// A payload's change is its stream's, and, once accepted or no longer, that of the
-		// streams whose upgrades start from its stream.
-		Watches(&v1alpha1.ReleasePayload{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			p := obj.(*v1alpha1.ReleasePayload)
-			own := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.PayloadCoordinates.Stream}}
-			return append(r.upgradingFrom(ctx, p.Namespace, p.Spec.PayloadCoordinates.Stream), own)
-		})).
+		// A payload's change enqueues only the streams whose pass it concerns
+		// (PayloadChange): not every status write of the payload controller.
+		Watches(&v1alpha1.ReleasePayload{}, r.payloadEvents()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4, RateLimiter: NewRateLimiter()}).
 		Complete(r)
 }
