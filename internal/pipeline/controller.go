@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -79,6 +80,8 @@ type Reconciler struct {
 	// InsecureKubeconfigExec lets kubeconfigs from Secrets run plugins and name files
 	// (clusters.CheckKubeconfig).
 	InsecureKubeconfigExec bool
+	// Events records the controller's Events; nil: the manager's recorder.
+	Events events.EventRecorder
 	// AccessTTL is how long the answer to "may the pipeline's account get this local
 	// target's app?" is reused, and how soon a pipeline with a target hidden from its account
 	// is reconciled again; zero uses DefaultAccessTTL.
@@ -115,6 +118,24 @@ type Reconciler struct {
 
 // SetupWithManager registers the controller, the clusters manager and the indexes with mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := r.setup(ctx, mgr); err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Pipeline{}, builder.WithPredicates(ignoreOwnStatusWrites{})).
+		Named("pipeline").
+		Watches(&v1alpha1.ReleaseStream{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexSourceStream))).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexClusterRef))).
+		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			r.queue.Store(&q)
+			return nil
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
+		Complete(r)
+}
+
+// setup fills in r's defaults and registers the clusters manager and the indexes with mgr.
+func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -137,7 +158,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
-	r.report = eventlog.Recorder{Events: mgr.GetEventRecorder(eventlog.Reporter)}
+	if r.Events == nil {
+		r.Events = mgr.GetEventRecorder(eventlog.Reporter)
+	}
+	r.report = eventlog.Recorder{Events: r.Events}
 	r.access = newAppAccess(r.Client, mgr.GetRESTMapper(), r.AccessTTL)
 	if r.Clusters == nil {
 		r.Clusters = NewClusters(mgr.GetConfig(), r.Client, r.APIReader, r.enqueue)
@@ -168,17 +192,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}); err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.Pipeline{}, builder.WithPredicates(ignoreOwnStatusWrites{})).
-		Named("pipeline").
-		Watches(&v1alpha1.ReleaseStream{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexSourceStream))).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexClusterRef))).
-		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-			r.queue.Store(&q)
-			return nil
-		})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
-		Complete(r)
+	return nil
 }
 
 // byIndex maps an object to the pipelines of its namespace that name it in index.
