@@ -10,11 +10,12 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 )
 
-// Imports run every ImportInterval per component, but a stream's status changes only when an
-// import finds something new (a digest, an error, one more failure): writing the time of each
-// import would make every stream write its status on every import, which with many streams
-// fills the API server's queue for nothing. The time of the last attempt is kept in memory;
-// a controller that starts (or a replica that becomes leader) resolves every component once.
+// Imports run every ImportInterval per component (or its backoff, while it fails). The time
+// of each attempt is kept in the component's status (lastAttempt), so that a controller that
+// restarts, or a replica that becomes leader, resumes the schedule instead of resolving every
+// component at once: the cost is one small status patch per stream per import. The time is
+// also kept in memory, exact and ahead of the cache (which may not show the last patch yet);
+// the later of the two counts (LastAttempt).
 
 // ImportDue says whether a component is resolved now and, when it is not, how long until it
 // is. lastAttempt is zero when this process has not resolved it yet; specChanged is set when
@@ -33,11 +34,33 @@ func ImportDue(st v1alpha1.ComponentStatus, lastAttempt time.Time, specChanged b
 	return true, 0
 }
 
+// LastAttempt is when the component was last resolved: the later of what this process
+// remembers (zero when it has not resolved it) and what the status says (the previous
+// leader's attempt, to the second).
+func LastAttempt(st v1alpha1.ComponentStatus, remembered time.Time) time.Time {
+	if st.LastAttempt != nil && st.LastAttempt.After(remembered) {
+		return st.LastAttempt.Time
+	}
+	return remembered
+}
+
+// SpecChanged says whether the stream's spec changed since its components were last
+// resolved: importedGeneration is the generation this process last imported (0 when it has
+// not yet, as after a restart or a change of leader; then the status's observedGeneration
+// stands in for it).
+func SpecChanged(stream *v1alpha1.ReleaseStream, importedGeneration int64) bool {
+	if importedGeneration == 0 {
+		importedGeneration = stream.Status.ObservedGeneration
+	}
+	return importedGeneration != stream.Generation
+}
+
 // ImportResult is a component's status after it was resolved to digestRef, or failed with
-// resolveErr. LastChanged moves only when the outcome does: a new digest, an error that
-// begins, changes or ends.
+// resolveErr, at now (lastAttempt). LastChanged moves only when the outcome does: a new
+// digest, an error that begins, changes or ends.
 func ImportResult(prev v1alpha1.ComponentStatus, digestRef string, resolveErr error, now time.Time) v1alpha1.ComponentStatus {
 	next := prev
+	next.LastAttempt = &metav1.Time{Time: now}
 	if resolveErr != nil {
 		next.Error, next.Failures = resolveErr.Error(), prev.Failures+1
 	} else {
@@ -50,7 +73,7 @@ func ImportResult(prev v1alpha1.ComponentStatus, digestRef string, resolveErr er
 }
 
 // importTimes remembers when each component of each stream was last resolved, and the
-// stream's generation then.
+// stream's generation then; lost with the process (the status keeps what a new leader needs).
 type importTimes struct {
 	mu          sync.Mutex
 	last        map[types.NamespacedName]map[string]time.Time

@@ -54,7 +54,7 @@ func TestImportResult(t *testing.T) {
 		want   v1alpha1.ComponentStatus
 	}{
 		{
-			name:   "same digest: nothing changes",
+			name:   "same digest: only the attempt is recorded",
 			prev:   v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: &before},
 			digest: "r/api@sha256:1",
 			want:   v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: &before},
@@ -92,8 +92,66 @@ func TestImportResult(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			tt.want.LastAttempt = changed // every attempt is recorded, whatever its outcome
 			if diff := cmp.Diff(tt.want, ImportResult(tt.prev, tt.digest, tt.err, now)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestLastAttempt: the later of the remembered attempt and the status's, so that a new leader
+// resumes the previous one's schedule and a process ahead of its cache keeps its own.
+func TestLastAttempt(t *testing.T) {
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	recorded := v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastAttempt: &metav1.Time{Time: now.Add(-40 * time.Second)}}
+	tests := []struct {
+		name       string
+		st         v1alpha1.ComponentStatus
+		remembered time.Time
+		want       time.Time
+	}{
+		{"a new leader: the status's", recorded, time.Time{}, now.Add(-40 * time.Second)},
+		{"this process resolved it since (the cache is behind)", recorded, now.Add(-time.Second), now.Add(-time.Second)},
+		{"a status written before lastAttempt existed", v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1"}, time.Time{}, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := LastAttempt(tt.st, tt.remembered); !got.Equal(tt.want) {
+				t.Errorf("LastAttempt = %s, want %s", got, tt.want)
+			}
+		})
+	}
+	// A new leader 40s into a one-minute interval waits the remaining 20s: neither early nor late.
+	if due, wait := ImportDue(recorded, LastAttempt(recorded, time.Time{}), false, now, time.Minute); due || wait != 20*time.Second {
+		t.Errorf("a new leader: due %v, wait %s; want 20s", due, wait)
+	}
+}
+
+// TestSpecChanged: the generation this process imported, or observedGeneration when it has
+// imported none (a restart, a new leader).
+func TestSpecChanged(t *testing.T) {
+	stream := func(generation, observed int64) *v1alpha1.ReleaseStream {
+		s := &v1alpha1.ReleaseStream{ObjectMeta: metav1.ObjectMeta{Generation: generation}}
+		s.Status.ObservedGeneration = observed
+		return s
+	}
+	tests := []struct {
+		name     string
+		stream   *v1alpha1.ReleaseStream
+		imported int64
+		want     bool
+	}{
+		{"imported this generation", stream(3, 2), 3, false},
+		{"imported an earlier one", stream(3, 3), 2, true},
+		{"a new leader, the status observed this generation", stream(3, 3), 0, false},
+		{"a new leader, the status did not observe it", stream(3, 2), 0, true},
+		{"a new stream", stream(1, 0), 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SpecChanged(tt.stream, tt.imported); got != tt.want {
+				t.Errorf("SpecChanged = %v, want %v", got, tt.want)
 			}
 		})
 	}

@@ -27,15 +27,15 @@ func (s *streamSync) importComponents(ctx context.Context) (pinned []v1alpha1.Pi
 	key := types.NamespacedName{Namespace: s.stream.Namespace, Name: s.stream.Name}
 	// A changed spec resolves every component again. The generation last imported is kept in
 	// memory (as the import times are), not taken from observedGeneration, which a failed pass
-	// does not move.
-	specChanged := s.r.imports.generation(key) != s.stream.Generation
+	// does not move; a process that has not imported the stream yet takes observedGeneration.
+	specChanged := SpecChanged(s.stream, s.r.imports.generation(key))
 	statuses := make([]v1alpha1.ComponentStatus, 0, len(s.stream.Spec.Components))
 	var newErrors []string
 	resolved = true
 	for _, c := range s.stream.Spec.Components {
 		st := previous[c.Name]
 		st.Name = c.Name
-		due, wait := ImportDue(st, s.r.imports.get(key, c.Name), specChanged, s.now, interval)
+		due, wait := ImportDue(st, LastAttempt(st, s.r.imports.get(key, c.Name)), specChanged, s.now, interval)
 		if due {
 			digestRef, err := s.r.Registry.Resolve(ctx, c.Image)
 			if err == nil && len(s.stream.Spec.Platforms) > 0 {
