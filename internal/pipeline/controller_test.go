@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,6 +42,14 @@ const image = "registry.example.com/web"
 // cluster until the test ends.
 func startController(t *testing.T, logNamespace string) *pipeline.Reconciler {
 	t.Helper()
+	r, _ := startStoppable(t, logNamespace)
+	return r
+}
+
+// startStoppable is startController with a function that stops its manager sooner (as a
+// leader that goes away).
+func startStoppable(t *testing.T, logNamespace string) (*pipeline.Reconciler, func()) {
+	t.Helper()
 	opts := manager.Options{MetricsAddr: "0", ProbeAddr: "0", SkipControllerNameValidation: true,
 		ReleaseLog: releaselog.Options{Namespace: logNamespace}}
 	mgr, err := manager.New(mgmt.Config, opts)
@@ -55,13 +64,17 @@ func startController(t *testing.T, logNamespace string) *pipeline.Reconciler {
 	r.Clusters.HealthInterval = 500 * time.Millisecond
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	return r
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return r, stop
 }
 
 func ns(t *testing.T, c client.Client) string {

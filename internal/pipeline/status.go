@@ -43,7 +43,12 @@ func statusApplyObject(p *v1alpha1.Pipeline, status *v1alpha1.PipelineStatus) (*
 // status yet (its write failed, or the cache has not seen it): the next reconcile puts them
 // back, so that a promotion is recorded even when the write that should have recorded it lost
 // a race. It is not about the cache (statuswrite.Tracker is): it keeps a side effect that
-// happened until a status write records it.
+// happened until a status write records it. It is a leader's memory of its own last few
+// writes only: what a new leader must know (the promotions carried out, the rollouts awaited)
+// is the status's environments[].lastPromotion, which it reads like any reconcile
+// (TestFailover). A promotion whose record's write failed just before the leader went away
+// is found by the next leader as done (its targets have the revision) or carried out again
+// under the same id (the release log and the notification receiver see the id once).
 type pendingRecords struct {
 	mu      sync.Mutex
 	records map[types.NamespacedName]map[string]v1alpha1.PromotionRecord
