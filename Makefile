@@ -122,6 +122,13 @@ cluster-tools: ## Build bin/cluster (make cluster's command) and bin/pause (the 
 
 ##@ Development
 
+# The inner loop: every test that needs no API server, node or browser. A test file that needs
+# one starts with //go:build !unit, so this builds and runs without bin/k8s or root.
+.PHONY: unit
+unit: ## Run the tests that need no API server, node or browser (seconds to a minute; no bin/k8s).
+	@echo "==> go test -short -tags unit ./... (files with //go:build !unit need an API server: make test runs them)"
+	@$(GO) test -short -tags unit,$(TEST_TAGS) ./...
+
 # The browser tests drive Debian's chromium; root installs it, anyone else through sudo.
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)

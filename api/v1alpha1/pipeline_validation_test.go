@@ -1,3 +1,5 @@
+//go:build !unit
+
 package v1alpha1_test
 
 import (

@@ -58,6 +58,9 @@ func Start() (*Env, error) {
 
 // StartWith is Start with opts.
 func StartWith(opts Options) (*Env, error) {
+	if startsUnderUnit {
+		return nil, errors.New("a test built with -tags unit (make unit) starts an API server: its file needs //go:build !unit")
+	}
 	root, err := ModuleRoot()
 	if err != nil {
 		return nil, err

@@ -1,3 +1,5 @@
+//go:build !unit
+
 // Package bench measures the release-controller binary that ships, started the way a user
 // starts it: `release-controller controller --kubeconfig FILE` against a real API server, with
 // leader election and no tuning flags, and `release-controller payload build` against the

@@ -1,3 +1,5 @@
+//go:build !unit
+
 // Package cluster installs release-controller on a real one-node cluster and runs the release
 // flow in pods: Kubernetes' own kube-apiserver, kube-controller-manager, kube-scheduler,
 // kubelet and kube-proxy, containerd with runc and a CNI bridge, and a registry with TLS and

@@ -1,3 +1,5 @@
+//go:build !unit
+
 // Package demo runs `release-controller dev` as a user starts it (`make run`), lets its demo
 // accept and reject payloads (published with `dev bump`, as the README says), and walks the
 // release pages in headless Chromium: index → stream → release → compare → graph → health,

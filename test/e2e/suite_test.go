@@ -1,3 +1,5 @@
+//go:build !unit
+
 // Package e2e drives release streams end to end on the pieces of `release-controller dev`,
 // in-process: a real API server, the embedded registry, the local job runner running the real
 // release-controller binary (payload builds, payload info in verification scripts) and every

@@ -1,3 +1,5 @@
+//go:build !unit
+
 // Package hostile sends hostile requests to the HTTP surface of the release-controller binary
 // that ships, started as a user starts it (`release-controller api --kubeconfig FILE
 // --signature-store file:///DIR ...`) against a real API server seeded with streams, payloads,

@@ -1,3 +1,5 @@
+//go:build !unit
+
 // Package install proves that the ways of installing release-controller on a cluster work on a
 // real API server: config/default built with kustomize's Go library (what `kubectl apply -k`
 // runs) and charts/release-controller rendered with Helm's Go library (what `helm template` and

@@ -1,3 +1,5 @@
+//go:build !unit
+
 // Package rbac runs the release flow with every component as its own ServiceAccount, bound to
 // the roles `make generate` writes into config/rbac — the built binary's `controller` and
 // `api` as subprocesses with a token from the TokenRequest API, the creation jobs' `payload

@@ -1,3 +1,5 @@
+//go:build !unit
+
 package scale
 
 // The fault suite (issue 23 §1): the shipped controller runs a fleet of streams with payloads

@@ -1,3 +1,5 @@
+//go:build !unit
+
 // Package scale runs the shipped `release-controller controller` binary as users do — a
 // subprocess given nothing but --kubeconfig and ordinary flags — against a real API server and
 // the embedded registry, with a hundred streams at once, and with two replicas of which the

@@ -1,3 +1,5 @@
+//go:build !unit
+
 // Package soak runs `release-controller dev` — the environment `make run` starts — accelerated
 // for SOAK_DURATION (make soak: an hour; go test: two minutes): its build system publishes a
 // component build every 10 seconds, and at random moments the test publishes a broken one

@@ -1,3 +1,5 @@
+//go:build !unit
+
 // Package tenancy checks issue 33's rule end to end: whatever the controller does because of an
 // object, it does with no more rights than that object's namespace has been granted.
 //

@@ -1,3 +1,5 @@
+//go:build !unit
+
 package assemble_test
 
 import (

@@ -1,3 +1,5 @@
+//go:build !unit
+
 // Package permissions checks docs/security.md's "Permissions of each Deployment" against the
 // shipped RBAC, both ways, so the page cannot drift from what an install grants.
 package permissions

@@ -1,0 +1,5 @@
+//go:build !unit
+
+package testenv
+
+const startsUnderUnit = false
