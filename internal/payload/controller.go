@@ -2,6 +2,7 @@ package payload
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -76,7 +77,11 @@ const DefaultWorkers = 8
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 
 // Reconcile reads the payload and its jobs from the cache, computes the status and writes it
-// once, only when it changed.
+// once, only when it changed. A step that fails (reading the jobs, a status that would change
+// another writer's fields, the write) takes one path: the status to write is then FailedStatus
+// (Ready=False saying why, Reconciling ProgressingWithRetry), and report.Finish records one
+// Warning Event per failure and returns the error controller-runtime logs once and retries.
+// A write that meets a newer version only requeues, silently: the cache is a moment behind.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	now := r.Clock.Now()
 	wait := r.settleWait(req.NamespacedName, now)
@@ -92,37 +97,55 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if _, behind := r.written.Behind(req.NamespacedName, payload.ResourceVersion); behind {
 		return ctrl.Result{RequeueAfter: ConflictRetryDelay}, nil
 	}
-	obs, err := r.observe(ctx, &payload)
-	if err != nil {
-		r.report.Fail(ctx, &payload, v1alpha1.ReasonReconcileFailed, "Observe", "reading the payload's jobs", err)
-		return ctrl.Result{}, err
-	}
-	ready, err := r.observeClusters(ctx, &payload, &obs)
-	if err != nil {
-		r.report.Fail(ctx, &payload, v1alpha1.ReasonReconcileFailed, "Observe", "reading the payload's jobs on its verification clusters", err)
-		return ctrl.Result{}, err
-	}
-	if !ready {
-		return ctrl.Result{}, nil // enqueued again once the cluster's jobs are listed
-	}
-	status := ComputeStatus(&payload, obs, metav1.NewTime(now))
-	// While the payload's jobs are still changing, only a verdict is written at once; the rest
-	// waits for the burst to settle, so that it is written once.
-	if wait > 0 && !WriteBeforeSettled(payload.Status.Phase, status.Phase) {
+	status, err := r.compute(ctx, &payload, now)
+	switch {
+	case err != nil:
+		failed := FailedStatus(&payload, err, metav1.NewTime(now))
+		status = &failed
+	case status == nil:
+		return ctrl.Result{}, nil // enqueued again once the clusters' jobs are listed
+	case wait > 0 && !WriteBeforeSettled(payload.Status.Phase, status.Phase):
+		// While the payload's jobs are still changing, only a verdict is written at once; the
+		// rest waits for the burst to settle, so that it is written once.
 		return ctrl.Result{RequeueAfter: wait}, nil
 	}
 	r.bursts.Close(req.NamespacedName)
+	result, writeErr := r.writeStatus(ctx, &payload, *status, now)
+	return result, r.report.Finish(ctx, &payload, errors.Join(err, writeErr))
+}
+
+// compute reads the payload's jobs and computes its status; nil while a cluster's jobs are not
+// listed yet. The errors are eventlog Failures.
+func (r *Reconciler) compute(ctx context.Context, payload *v1alpha1.ReleasePayload, now time.Time) (*v1alpha1.ReleasePayloadStatus, error) {
+	obs, err := r.observe(ctx, payload)
+	if err != nil {
+		return nil, eventlog.Step(v1alpha1.ReasonReconcileFailed, "Observe", "reading the payload's jobs", err)
+	}
+	ready, err := r.observeClusters(ctx, payload, &obs)
+	if err != nil {
+		return nil, eventlog.Step(v1alpha1.ReasonReconcileFailed, "Observe", "reading the payload's jobs on its verification clusters", err)
+	}
+	if !ready {
+		return nil, nil
+	}
+	status := ComputeStatus(payload, obs, metav1.NewTime(now))
+	if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterPayload, &payload.Status, &status); len(foreign) > 0 {
+		return nil, eventlog.Step(v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the status",
+			fmt.Errorf("the computed status changes fields the payload controller does not own: %v", foreign))
+	}
+	return &status, nil
+}
+
+// writeStatus writes status when it differs from the payload's, then reports what changed.
+// A conflict requeues (the cache is behind a write); the payload gone is no error.
+func (r *Reconciler) writeStatus(ctx context.Context, payload *v1alpha1.ReleasePayload, status v1alpha1.ReleasePayloadStatus, now time.Time) (ctrl.Result, error) {
 	if equality.Semantic.DeepEqual(status, payload.Status) {
 		return ctrl.Result{}, nil
 	}
-	if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterPayload, &payload.Status, &status); len(foreign) > 0 {
-		err := fmt.Errorf("the computed status changes fields the payload controller does not own: %v", foreign)
-		r.report.Fail(ctx, &payload, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the status", err)
-		return ctrl.Result{}, err
-	}
+	key := client.ObjectKeyFromObject(payload)
 	// A verdict its evidence does not give was written by someone else; no other controller
 	// acted on it (verdict.Of), and this write replaces it.
-	untrusted := verdict.IsVerdict(payload.Status.Phase) && verdict.Of(&payload) != payload.Status.Phase
+	untrusted := verdict.IsVerdict(payload.Status.Phase) && verdict.Of(payload) != payload.Status.Phase
 	// An update of the status subresource, not a patch: the API server takes the status from
 	// it and keeps the rest (spec, metadata, managed fields) of the stored object, and skips
 	// what a patch costs it (encoding the stored object, merging, decoding the result again).
@@ -143,17 +166,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		case apierrors.IsConflict(err):
 			return ctrl.Result{RequeueAfter: ConflictRetryDelay}, nil
 		}
-		r.report.Fail(ctx, &payload, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the status", err)
-		return ctrl.Result{}, fmt.Errorf("writing status of payload %s: %w", req, err)
+		return ctrl.Result{}, eventlog.Step(v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the status", err)
 	}
 	payload.ResourceVersion = write.ResourceVersion
 	StatusWrites.Inc()
-	r.written.Wrote(req.NamespacedName, old.ResourceVersion, payload.ResourceVersion, struct{}{})
+	r.written.Wrote(key, old.ResourceVersion, payload.ResourceVersion, struct{}{})
 	if untrusted {
-		r.report.Warningf(ctx, &payload, nil, v1alpha1.EventVerdictCorrected, "Decide",
+		r.report.Warningf(ctx, payload, nil, v1alpha1.EventVerdictCorrected, "Decide",
 			"the status said %s, which the payload's recorded runs do not give; corrected to %s (nothing was published, signed or promoted on it)", old.Status.Phase, payload.Status.Phase)
 	}
-	r.reportTransitions(ctx, &payload, &old.Status, now)
+	r.reportTransitions(ctx, payload, &old.Status, now)
 	return ctrl.Result{}, nil
 }
 

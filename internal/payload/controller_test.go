@@ -72,9 +72,17 @@ func TestAllBlockingPassAccepts(t *testing.T) {
 		phaseIs(v1alpha1.PhaseReady)(g, p)
 		g.Expect(verification(p, "e2e").State).To(Equal(v1alpha1.JobSuccess))
 		g.Expect(condition(p, v1alpha1.ConditionPayloadAccepted).Message).To(Equal("waiting for blocking jobs: upgrade"))
+		// kstatus: not Ready yet, and Reconciling says what it waits on.
+		g.Expect(condition(p, v1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(condition(p, v1alpha1.ConditionReconciling).Reason).To(Equal(v1alpha1.ReasonProgressing))
+		g.Expect(condition(p, v1alpha1.ConditionReconciling).Message).To(ContainSubstring("waiting for blocking jobs: upgrade"))
 	})
 	finish(t, upgrade, true)
 	p := waitFor(t, ns, tag, phaseIs(v1alpha1.PhaseAccepted))
+	// What `kubectl wait --for=condition=Ready releasepayload/<tag>` waits for.
+	if condition(p, v1alpha1.ConditionReady).Status != metav1.ConditionTrue || condition(p, v1alpha1.ConditionReconciling).Status != "" {
+		t.Errorf("accepted, the conditions are %+v", p.Status.Conditions)
+	}
 	run := verification(p, "e2e").Runs[0]
 	if run.Name != e2e.Name || run.Attempt != 1 || run.StartTime == nil || run.CompletionTime == nil || run.Kind != v1alpha1.RunKindJob {
 		t.Errorf("e2e run recorded as %+v", run)
@@ -102,6 +110,9 @@ func TestBlockingFailureRejects(t *testing.T) {
 	waitFor(t, ns, tag, func(g Gomega, p *v1alpha1.ReleasePayload) {
 		phaseIs(v1alpha1.PhaseRejected)(g, p)
 		g.Expect(condition(p, v1alpha1.ConditionPayloadRejected).Message).To(Equal("blocking jobs failed: upgrade"))
+		// A terminal verdict: not Ready, and Stalled (nothing more happens without an override).
+		g.Expect(condition(p, v1alpha1.ConditionReady).Reason).To(Equal(v1alpha1.ReasonPayloadRejected))
+		g.Expect(condition(p, v1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionTrue))
 	})
 }
 

@@ -17,10 +17,12 @@ import (
 	"fmt"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/conditions"
+	"github.com/release-controller/release-controller/internal/eventlog"
 	"github.com/release-controller/release-controller/internal/verdict"
 )
 
@@ -81,6 +83,77 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 		conditions.Set(&status.Conditions, *c)
 	}
 	status.Phase = verdict.Phase(status.Conditions)
+	ready, progress := Readiness(&status)
+	ready.ObservedGeneration, ready.LastTransitionTime = p.Generation, now
+	conditions.Set(&status.Conditions, ready)
+	conditions.SetProgress(&status.Conditions, p.Generation, progress, now.Time)
+	return status
+}
+
+// Readiness is the payload's Ready condition and kstatus progress, from its phase and the
+// verdict conditions ComputeConditions set (whose contract they add to, not change):
+//   - Accepted: Ready=True with PayloadAccepted's reason and message; done.
+//   - Rejected and Failed are terminal verdicts: Ready=False (reason PayloadRejected or
+//     PayloadFailed, with the verdict condition's message) and Stalled=True: nothing more
+//     happens to the payload unless its spec changes (an override).
+//   - Pending (the image is being built) and Ready (the verifications run): Ready=False with
+//     PayloadAccepted's reason and message (what it waits for), and Reconciling=True
+//     Progressing, its message saying the same.
+//
+// So `kubectl wait --for=condition=Ready` returns once a payload is accepted.
+func Readiness(status *v1alpha1.ReleasePayloadStatus) (metav1.Condition, conditions.Progress) {
+	ready := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse}
+	accepted := meta.FindStatusCondition(status.Conditions, v1alpha1.ConditionPayloadAccepted)
+	if accepted == nil {
+		accepted = &metav1.Condition{Reason: v1alpha1.ReasonPayloadNotCreated}
+	}
+	switch status.Phase {
+	case v1alpha1.PhaseAccepted:
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, accepted.Reason, accepted.Message
+		return ready, conditions.Done
+	case v1alpha1.PhaseRejected, v1alpha1.PhaseFailed:
+		ready.Reason, ready.Message = v1alpha1.ReasonPayloadRejected, conditionMessage(status.Conditions, v1alpha1.ConditionPayloadRejected)
+		if status.Phase == v1alpha1.PhaseFailed {
+			ready.Reason, ready.Message = v1alpha1.ReasonPayloadFailed, conditionMessage(status.Conditions, v1alpha1.ConditionPayloadFailed)
+		}
+		return ready, conditions.Progress{Stalled: true, Reason: ready.Reason, Message: ready.Message}
+	}
+	ready.Reason, ready.Message = accepted.Reason, accepted.Message
+	waiting := "waiting for the verifications: " + accepted.Message
+	if status.Phase == v1alpha1.PhasePending {
+		waiting = "waiting for the payload image to be built"
+		if job := status.ReleaseCreationJobResult.Name; job != "" {
+			waiting += " by the creation job " + job
+		}
+	}
+	return ready, conditions.Progress{Reconciling: true, Reason: v1alpha1.ReasonProgressing, Message: waiting}
+}
+
+func conditionMessage(conds []metav1.Condition, typ string) string {
+	if c := meta.FindStatusCondition(conds, typ); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// FailedStatus is the payload's status after a reconcile that failed (err, eventlog
+// Failures) before it could judge the jobs: the recorded runs and verdict stay as they are;
+// Ready=False says what failed (eventlog.Summarize), with Reconciling=True
+// ProgressingWithRetry (the reconcile is retried with backoff), or Stalled=True when every
+// failure is a stall.
+func FailedStatus(p *v1alpha1.ReleasePayload, err error, now metav1.Time) v1alpha1.ReleasePayloadStatus {
+	status := *p.Status.DeepCopy()
+	summary, failed := eventlog.Summarize(err)
+	if !failed {
+		return status
+	}
+	conditions.Set(&status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: summary.Reason, Message: summary.Message, ObservedGeneration: p.Generation, LastTransitionTime: now})
+	progress := conditions.Progress{Reconciling: true, Reason: v1alpha1.ReasonProgressingWithRetry, Message: summary.Message}
+	if summary.Stalled {
+		progress = conditions.Progress{Stalled: true, Reason: summary.Reason, Message: summary.Message}
+	}
+	conditions.SetProgress(&status.Conditions, p.Generation, progress, now.Time)
 	return status
 }
 
