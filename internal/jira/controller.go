@@ -7,6 +7,7 @@ package jira
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -122,9 +123,11 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile verifies the issues of an accepted payload whose PayloadIssuesVerified is not
-// True yet, and writes the condition once. A returned error brings the payload back with
-// the controller's backoff.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// True yet, and writes the condition once. Every failure is reported in one place, the
+// deferred function: as the condition's False reason and message, one Warning Event each and
+// the returned error, which brings the payload back with the controller's backoff (not when
+// every failure needs someone to change something in Jira: a terminal error).
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	var p v1alpha1.ReleasePayload
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -132,41 +135,63 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !pending(&p) || acceptedBefore(&p, r.Clock.Now().Add(-r.MaxAge)) {
 		return ctrl.Result{}, nil
 	}
+	var cond *metav1.Condition // what the pass found; nil: nothing to write
+	defer func() {
+		var writeErr error
+		if cond != nil {
+			var conflict bool
+			if conflict, writeErr = r.writeCondition(ctx, &p, *cond); conflict {
+				// The cache was behind: the pass runs again shortly on the newer payload,
+				// and reports what it finds then (Plan reads Jira's state first).
+				result, err = ctrl.Result{RequeueAfter: conflictRetry}, nil
+				return
+			}
+		}
+		err = r.report.Finish(ctx, &p, errors.Join(err, writeErr))
+	}()
 	var s v1alpha1.ReleaseStream
 	if err := r.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Spec.PayloadCoordinates.Stream}, &s); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, eventlog.Step(v1alpha1.ReasonReconcileFailed, "VerifyIssues", "reading the stream", client.IgnoreNotFound(err))
 	}
 	if s.Spec.Jira == nil {
 		return ctrl.Result{}, nil
 	}
-	cond, retry := r.verify(ctx, &p, &s)
+	c, err := decide(r.observe(ctx, &p, &s))
+	cond = &c
+	return ctrl.Result{}, err
+}
+
+// writeCondition sets cond as the payload's PayloadIssuesVerified and writes the status when
+// that changed it; conflict reports a write that met a newer version of the payload.
+func (r *Reconciler) writeCondition(ctx context.Context, p *v1alpha1.ReleasePayload, cond metav1.Condition) (conflict bool, err error) {
 	cond.Type = v1alpha1.ConditionPayloadIssuesVerified
 	cond.ObservedGeneration = p.Generation
 	cond.LastTransitionTime = metav1.NewTime(r.Clock.Now())
 	old := p.DeepCopy()
 	if !conditions.Set(&p.Status.Conditions, cond) {
-		return ctrl.Result{}, retry
+		return false, nil
 	}
+	const step = "writing the Jira verification status"
 	if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterJira, &old.Status, &p.Status); len(foreign) > 0 {
-		return ctrl.Result{}, fmt.Errorf("the Jira controller's status changes fields it does not own: %v", foreign)
+		return false, eventlog.Step(v1alpha1.ReasonReconcileFailed, "WriteStatus", step,
+			fmt.Errorf("it changes fields the Jira controller does not own: %v", foreign))
 	}
 	// The optimistic lock keeps a write based on a stale cache from dropping another
 	// controller's condition (the merge patch replaces the whole list).
 	patch := client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})
-	if err := r.Status().Patch(ctx, &p, patch); err != nil {
+	if err := r.Status().Patch(ctx, p, patch); err != nil {
 		switch {
 		case apierrors.IsNotFound(err):
-			return ctrl.Result{}, nil
+			return false, nil
 		case apierrors.IsConflict(err):
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+			return true, nil
 		}
-		r.report.Fail(ctx, &p, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the Jira verification status", err)
-		return ctrl.Result{}, fmt.Errorf("writing the Jira verification status of payload %s: %w", req, err)
+		return false, eventlog.Step(v1alpha1.ReasonReconcileFailed, "WriteStatus", step, err)
 	}
 	if cond.Status == metav1.ConditionTrue {
-		r.report.Eventf(ctx, &p, nil, cond.Reason, "VerifyIssues", "%s", cond.Message)
+		r.report.Eventf(ctx, p, nil, cond.Reason, "VerifyIssues", "%s", cond.Message)
 	}
-	return ctrl.Result{}, retry
+	return false, nil
 }
 
 // acceptedBefore reports whether the payload was accepted before t.
@@ -180,15 +205,8 @@ func pending(p *v1alpha1.ReleasePayload) bool {
 	return verdict.Accepted(p) && !meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionPayloadIssuesVerified)
 }
 
-// verify does the work — finds the previous accepted payload, the changelog's issues, and
-// moves them in Jira — reporting each failure as it happens, and returns the condition decide
-// makes of it, with an error when the payload is to be tried again later.
-func (r *Reconciler) verify(ctx context.Context, p *v1alpha1.ReleasePayload, s *v1alpha1.ReleaseStream) (metav1.Condition, error) {
-	v := r.observe(ctx, p, s)
-	return decide(v)
-}
-
-// observe carries out the verification and records what it found.
+// observe carries out the verification and returns what it found; decide makes the
+// condition and the failures of it.
 func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload, s *v1alpha1.ReleaseStream) verification {
 	cfg := s.Spec.Jira
 	v := verification{Stream: s.Name, Projects: cfg.Projects, Target: cfg.TargetStatus}
@@ -198,7 +216,6 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload, s 
 	prev, err := r.previousAccepted(ctx, p)
 	if err != nil {
 		v.PreviousErr = err
-		r.report.Fail(ctx, p, v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "finding the previous accepted payload", err)
 		return v
 	}
 	if prev == nil {
@@ -208,16 +225,13 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload, s 
 	cl, err := r.ChangeLogs.ChangeLog(ctx, prev, p)
 	if err != nil {
 		v.ChangeLogErr = err
-		r.report.Fail(ctx, p, v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "computing the changelog from "+prev.Name, err)
 		return v
 	}
 	var all []string
 	all, v.Broken = issueKeys(cl)
+	// With Broken components, the issues found are verified anyway; the payload comes back
+	// for the rest.
 	v.Keys = filterKeys(all, cfg.Projects)
-	if len(v.Broken) > 0 {
-		// The issues found are verified anyway; the payload comes back for the rest.
-		r.report.Fail(ctx, p, v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "computing the changelog", v.incomplete())
-	}
 	if len(v.Keys) == 0 {
 		return v
 	}
@@ -231,18 +245,9 @@ func (r *Reconciler) observe(ctx context.Context, p *v1alpha1.ReleasePayload, s 
 	}
 	if err != nil {
 		v.ClientErr = err
-		r.report.Fail(ctx, p, v1alpha1.ReasonJiraMisconfigured, "VerifyIssues", "reaching Jira", err)
 		return v
 	}
 	v.Result = verifyIssues(ctx, jc, v.Keys, v.Target, p.Name, r.PayloadURL(p))
-	failures := v.Result.Failures()
-	for i, f := range failures {
-		if i == maxIssueEvents {
-			r.report.Warningf(ctx, p, nil, v1alpha1.ReasonIssuesNotVerified, "VerifyIssues", "%d more issues not moved to %s", len(failures)-i, v.Target)
-			break
-		}
-		r.report.Warningf(ctx, p, nil, v1alpha1.ReasonIssuesNotVerified, "VerifyIssues", "%s not moved to %s: %v", f.Key, v.Target, f.Err)
-	}
 	return v
 }
 
@@ -275,51 +280,70 @@ func (v verification) incomplete() error {
 }
 
 // decide is the PayloadIssuesVerified condition (status, reason and message) of what a
-// verification found, and the error that brings the payload back later (nil: done for good).
-// It is pure; each reason is documented in api/v1alpha1/conditions.go.
+// verification found, and its failures (eventlog.Failure, joined; nil: none): each is a Warning
+// Event, and the payload comes back later unless every failure is Stalled (an issue failure
+// that needs someone to change something in Jira). It is pure; each reason is documented in
+// api/v1alpha1/conditions.go.
 func decide(v verification) (metav1.Condition, error) {
 	switch {
 	case v.PreviousErr != nil:
-		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "finding the previous accepted payload: %v", v.PreviousErr), v.PreviousErr
+		err := eventlog.Step(v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "finding the previous accepted payload", v.PreviousErr)
+		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "%v", err), err
 	case v.Previous == "":
 		return condition(true, v1alpha1.ReasonNoIssues, "the first accepted payload of stream %s: there is no earlier accepted payload to compute a changelog from", v.Stream), nil
 	case v.ChangeLogErr != nil:
-		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "computing the changelog from %s: %v", v.Previous, v.ChangeLogErr), v.ChangeLogErr
+		err := eventlog.Step(v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "computing the changelog from "+v.Previous, v.ChangeLogErr)
+		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "%v", err), err
 	}
 	incomplete := v.incomplete()
+	incompleteErr := eventlog.Step(v1alpha1.ReasonChangeLogUnavailable, "VerifyIssues", "computing the changelog", incomplete)
 	if len(v.Keys) == 0 {
 		if incomplete != nil {
-			return condition(false, v1alpha1.ReasonChangeLogUnavailable, "%v", incomplete), incomplete
+			return condition(false, v1alpha1.ReasonChangeLogUnavailable, "%v", incomplete), incompleteErr
 		}
 		return condition(true, v1alpha1.ReasonNoIssues, "no issues of %s in the changelog from %s", strings.Join(v.Projects, ", "), v.Previous), nil
 	}
 	if v.ClientErr != nil {
-		return condition(false, v1alpha1.ReasonJiraMisconfigured, "%d issues not verified: %v", len(v.Keys), v.ClientErr), v.ClientErr
+		return condition(false, v1alpha1.ReasonJiraMisconfigured, "%d issues not verified: %v", len(v.Keys), v.ClientErr),
+			eventlog.Step(v1alpha1.ReasonJiraMisconfigured, "VerifyIssues", "reaching Jira", v.ClientErr)
 	}
 	summary := summarize(v.Result, v.Target)
 	failures := v.Result.Failures()
 	switch {
 	case len(failures) > 0:
-		var retry error
-		if v.Result.Transient() {
-			retry = fmt.Errorf("%d issues not moved to %s for a reason that may go away", len(failures), v.Target)
-		}
 		if incomplete != nil {
 			summary += "; " + incomplete.Error()
-			retry = incomplete
 		}
 		reason := v1alpha1.ReasonIssuesNotVerified
 		if !slices.ContainsFunc(failures, func(o outcome) bool { return !jiraclient.IsUnauthorized(o.Err) }) {
 			reason = v1alpha1.ReasonJiraMisconfigured // Jira refused the credentials
 		}
-		return condition(false, reason, "%s", summary), retry
+		return condition(false, reason, "%s", summary), errors.Join(issueFailures(failures, v.Target), incompleteErr)
 	case incomplete != nil:
-		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "%v; %s", incomplete, summary), incomplete
+		return condition(false, v1alpha1.ReasonChangeLogUnavailable, "%v; %s", incomplete, summary), incompleteErr
 	}
 	return condition(true, v1alpha1.ReasonIssuesVerified, "%s", summary), nil
 }
 
-// maxIssueEvents bounds the Events of one reconcile's failed issues.
+// issueFailures are the failures of the issues not moved to target, maxIssueEvents at most and
+// then one for the rest. A failure that may go away (see jiraclient.IsTransient) brings the
+// payload back; the others are Stalled: they need someone to change something in Jira.
+func issueFailures(failures []outcome, target string) error {
+	var errs []error
+	for i, f := range failures {
+		if i == maxIssueEvents {
+			rest := failures[i:]
+			errs = append(errs, &eventlog.Failure{Reason: v1alpha1.ReasonIssuesNotVerified, Action: "VerifyIssues",
+				Stalled: !slices.ContainsFunc(rest, outcome.Transient), Err: fmt.Errorf("%d more issues not moved to %s", len(rest), target)})
+			break
+		}
+		errs = append(errs, &eventlog.Failure{Reason: v1alpha1.ReasonIssuesNotVerified, Action: "VerifyIssues",
+			Step: f.Key + " not moved to " + target, Stalled: !f.Transient(), Err: f.Err})
+	}
+	return errors.Join(errs...)
+}
+
+// maxIssueEvents bounds the failures (Events) of one reconcile's failed issues.
 const maxIssueEvents = 10
 
 func condition(ok bool, reason, format string, args ...any) metav1.Condition {
@@ -442,9 +466,8 @@ func indexAccepted(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
-// SetupWithManager registers the controller, named "jira", and its index
-// (indexAcceptedByStream); a nil Client is the manager's.
-func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+// setup fills in the defaults, from mgr where they are the manager's, and registers the index.
+func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if r.ChangeLogs == nil {
 		return fmt.Errorf("the jira controller needs changelogs")
 	}
@@ -474,7 +497,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.Events = mgr.GetEventRecorder(eventlog.Reporter)
 	}
 	r.report = eventlog.Recorder{Events: r.Events}
-	if err := indexAccepted(ctx, mgr.GetFieldIndexer()); err != nil {
+	return indexAccepted(ctx, mgr.GetFieldIndexer())
+}
+
+// SetupWithManager registers the controller, named "jira", and its index
+// (indexAcceptedByStream); a nil Client is the manager's.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := r.setup(ctx, mgr); err != nil {
 		return err
 	}
 	return ctrl.NewControllerManagedBy(mgr).
