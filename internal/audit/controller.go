@@ -106,8 +106,13 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=release-controller.dev,resources=releasepayloads/status,verbs=patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 
-// Reconcile takes the payload's next step (Decide), and writes its status once.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile takes the payload's next step (Decide), and writes its status once. An audit
+// waits for the rate limit by coming back later, not in Reconcile: the queue goes on with the
+// payloads that have nothing to audit. Every failure is reported in one place, the deferred
+// function: as the False reason and message of the condition it is about (failureConditions),
+// one Warning Event each, and the returned error, which brings the payload back with the
+// controller's backoff.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	var p v1alpha1.ReleasePayload
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -116,20 +121,71 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if step.Done() {
 		return ctrl.Result{}, nil
 	}
-	status := p.Status.DeepCopy()
-	result, stepErr := r.take(ctx, &p, step, status)
-	if err := r.writeStatus(ctx, &p, status); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	if step.Audit {
+		if wait := admit(r.limiter, r.Clock.Now()); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
 		}
-		r.report.Fail(ctx, &p, v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the audit status", err)
-		return ctrl.Result{}, fmt.Errorf("writing the audit status of payload %s: %w", req, err)
 	}
-	return result, stepErr
+	status := p.Status.DeepCopy()
+	defer func() {
+		now := metav1.NewTime(r.Clock.Now())
+		for _, c := range failureConditions(err) {
+			c.ObservedGeneration, c.LastTransitionTime = p.Generation, now
+			conditions.Set(&status.Conditions, c)
+		}
+		conflict, writeErr := r.writeStatus(ctx, &p, status)
+		if conflict {
+			// The cache was behind: the step runs again shortly on the newer payload, and
+			// reports what it finds then.
+			result, err = ctrl.Result{RequeueAfter: conflictRetry}, nil
+			return
+		}
+		if err = r.report.Finish(ctx, &p, errors.Join(err, writeErr)); err != nil {
+			result = ctrl.Result{}
+		}
+	}()
+	return r.take(ctx, &p, step, status)
 }
 
-// take runs step and sets its conditions in status. A returned error makes the payload
-// come back with the controller's backoff.
+// admit takes a token of the audits' rate limit at now, or, when none is left, gives the
+// reservation back and returns how long to wait for one.
+func admit(l *rate.Limiter, now time.Time) time.Duration {
+	res := l.ReserveN(now, 1)
+	if !res.OK() {
+		return 0 // a limiter that never allows one: Options always give a burst
+	}
+	wait := res.DelayFrom(now)
+	if wait > 0 {
+		res.CancelAt(now)
+	}
+	return wait
+}
+
+// failureConditions are the conditions that say err's failures: a failed audit is
+// PayloadAudited AuditError; a signature store that failed is PayloadSigned
+// SignatureStoreError, and, when it refused the audit record, PayloadAudited AuditError too.
+func failureConditions(err error) []metav1.Condition {
+	var out []metav1.Condition
+	for _, f := range eventlog.Failures(err) {
+		cause := errors.New(f.Error())
+		if f.Action == actionAudit {
+			out = append(out, AuditErrorCondition(cause))
+		}
+		if f.Reason == v1alpha1.ReasonSignatureStoreError {
+			out = append(out, StoreErrorCondition(cause))
+		}
+	}
+	return out
+}
+
+// The Events' actions.
+const (
+	actionAudit = "Audit"
+	actionSign  = "Sign"
+)
+
+// take runs step and sets the conditions of what it did in status; a failed step is returned
+// (eventlog.Step), and Reconcile's deferred function says it.
 func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step Step, status *v1alpha1.ReleasePayloadStatus) (ctrl.Result, error) {
 	set := func(c metav1.Condition) {
 		c.ObservedGeneration = p.Generation
@@ -143,24 +199,21 @@ func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step 
 	if step.Audit {
 		rec, err := r.audit(ctx, p)
 		if err != nil {
-			set(AuditErrorCondition(err))
 			reason := v1alpha1.ReasonAuditError
 			if step.Sign && errors.As(err, new(storeError)) {
 				// The store the record goes to is where the signature goes too: the
 				// signature says why it waits.
-				set(StoreErrorCondition(err))
 				reason = v1alpha1.ReasonSignatureStoreError
 			}
-			r.report.Fail(ctx, p, reason, "Audit", "auditing the payload", err)
-			return ctrl.Result{}, err
+			return ctrl.Result{}, eventlog.Step(reason, actionAudit, "auditing the payload", err)
 		}
 		set(AuditedCondition(rec))
 		if !rec.Passed {
-			r.report.Warningf(ctx, p, nil, v1alpha1.ReasonAuditFailed, "Audit", "%s", AuditedCondition(rec).Message)
+			r.report.Warningf(ctx, p, nil, v1alpha1.ReasonAuditFailed, actionAudit, "%s", AuditedCondition(rec).Message)
 			set(NotSignedAuditFailedCondition())
 			return ctrl.Result{}, nil
 		}
-		r.report.Eventf(ctx, p, nil, v1alpha1.ReasonAuditPassed, "Audit", "%s", AuditedCondition(rec).Message)
+		r.report.Eventf(ctx, p, nil, v1alpha1.ReasonAuditPassed, actionAudit, "%s", AuditedCondition(rec).Message)
 	}
 	if step.NoKey {
 		set(NoKeyCondition("this controller has no signing key (--signing-key-secret) and signature store (--signature-store)"))
@@ -171,13 +224,11 @@ func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step 
 	}
 	key, why, err := r.key(ctx)
 	if err != nil {
-		set(StoreErrorCondition(err))
-		r.report.Fail(ctx, p, v1alpha1.ReasonSignatureStoreError, "Sign", "publishing the public keys", err)
-		return ctrl.Result{}, err
+		return ctrl.Result{}, eventlog.Step(v1alpha1.ReasonSignatureStoreError, actionSign, "publishing the public keys", err)
 	}
 	if key == nil {
 		set(NoKeyCondition(why))
-		r.report.Warningf(ctx, p, nil, v1alpha1.ReasonNoSigningKey, "Sign", "not signed: %s", why)
+		r.report.Warningf(ctx, p, nil, v1alpha1.ReasonNoSigningKey, actionSign, "not signed: %s", why)
 		return ctrl.Result{RequeueAfter: r.KeyRetry}, nil
 	}
 	claims := Claims(p, r.Clock.Now())
@@ -185,20 +236,16 @@ func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step 
 	// comes last, so a payload said to be signed has every signature.
 	for _, pc := range platformClaims(p, claims) {
 		if _, _, err := sigstore.EnsureSigned(ctx, r.Store, key, pc); err != nil {
-			set(StoreErrorCondition(err))
-			r.report.Fail(ctx, p, v1alpha1.ReasonSignatureStoreError, "Sign", "storing the signature of a platform's image", err)
-			return ctrl.Result{}, err
+			return ctrl.Result{}, eventlog.Step(v1alpha1.ReasonSignatureStoreError, actionSign, "storing the signature of a platform's image", err)
 		}
 	}
 	index, created, err := sigstore.EnsureSigned(ctx, r.Store, key, claims)
 	if err != nil {
-		set(StoreErrorCondition(err))
-		r.report.Fail(ctx, p, v1alpha1.ReasonSignatureStoreError, "Sign", "storing the signature", err)
-		return ctrl.Result{}, err
+		return ctrl.Result{}, eventlog.Step(v1alpha1.ReasonSignatureStoreError, actionSign, "storing the signature", err)
 	}
 	set(SignedCondition(key.ID(), index))
 	if created {
-		r.report.Eventf(ctx, p, nil, v1alpha1.ReasonSigned, "Sign", "signed %s by %s as signature-%d", p.Status.PayloadImage, key.ID(), index)
+		r.report.Eventf(ctx, p, nil, v1alpha1.ReasonSigned, actionSign, "signed %s by %s as signature-%d", p.Status.PayloadImage, key.ID(), index)
 	}
 	return ctrl.Result{}, nil
 }
@@ -233,9 +280,6 @@ func (r *Reconciler) canSign() bool {
 // audit reads the payload back from the registry and evaluates it; it stores the record. An
 // error means the audit could not run and is retried.
 func (r *Reconciler) audit(ctx context.Context, p *v1alpha1.ReleasePayload) (Record, error) {
-	if err := r.limiter.Wait(ctx); err != nil {
-		return Record{}, err
-	}
 	obs, err := r.observe(ctx, p)
 	if err != nil {
 		return Record{}, err
@@ -403,7 +447,7 @@ func (r *Reconciler) key(ctx context.Context) (key *signing.Key, why string, err
 		return nil, fmt.Sprintf("the public keys in Secret %s: %v", r.KeySecret, err), nil
 	}
 	if err := r.Store.PutPublicKeys(ctx, published); err != nil {
-		return nil, "", fmt.Errorf("publishing the public keys: %w", err)
+		return nil, "", err
 	}
 	r.keyVersion, r.signingKey = secret.ResourceVersion, key
 	return key, "", nil
@@ -426,21 +470,41 @@ func PublicKeys(key *signing.Key, extra []byte) ([]byte, error) {
 }
 
 // writeStatus writes status when it changed, with an optimistic lock: the payload controller
-// writes the same status.
-func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ReleasePayload, status *v1alpha1.ReleasePayloadStatus) error {
+// writes the same status. conflict reports a write that met a newer version of the payload.
+func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.ReleasePayload, status *v1alpha1.ReleasePayloadStatus) (conflict bool, err error) {
 	if equality.Semantic.DeepEqual(*status, p.Status) {
-		return nil
+		return false, nil
 	}
+	const step = "writing the audit status"
 	if foreign := v1alpha1.ForeignChanges(v1alpha1.WriterAudit, &p.Status, status); len(foreign) > 0 {
-		return fmt.Errorf("the audit's status changes fields it does not own: %v", foreign)
+		return false, eventlog.Step(v1alpha1.ReasonReconcileFailed, "WriteStatus", step,
+			fmt.Errorf("it changes fields the audit does not own: %v", foreign))
 	}
 	patch := client.MergeFromWithOptions(p.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	p.Status = *status
-	return client.IgnoreNotFound(r.Status().Patch(ctx, p, patch))
+	switch err := r.Status().Patch(ctx, p, patch); {
+	case apierrors.IsConflict(err):
+		return true, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return false, eventlog.Step(v1alpha1.ReasonReconcileFailed, "WriteStatus", step, err)
+	}
+	return false, nil
 }
 
 // SetupWithManager registers the controller. It looks only at accepted payloads.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.setup(mgr)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("audit").
+		// One worker audits in the order of acceptance; an audit over the rate limit comes
+		// back when a token is there, without holding the worker.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
+		For(&v1alpha1.ReleasePayload{}, builder.WithPredicates(accepted())).
+		Complete(r)
+}
+
+// setup fills in the defaults, from mgr where they are the manager's.
+func (r *Reconciler) setup(mgr ctrl.Manager) {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -461,12 +525,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	r.report = eventlog.Recorder{Events: r.Events}
 	r.limiter = rate.NewLimiter(rate.Every(r.Interval/time.Duration(r.Burst)), r.Burst)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("audit").
-		// Audits wait for the rate limiter; one worker keeps the order of acceptance.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 1}).
-		For(&v1alpha1.ReleasePayload{}, builder.WithPredicates(accepted())).
-		Complete(r)
 }
 
 // accepted passes events of accepted payloads only.
