@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -90,4 +91,13 @@ func TestShownAuthor(t *testing.T) {
 			t.Errorf("%+v: %q, want %q", tt.entry, got, tt.want)
 		}
 	}
+}
+
+// at parses an RFC 3339 time.
+func at(s string) time.Time {
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
 }

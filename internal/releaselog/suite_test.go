@@ -1,3 +1,5 @@
+//go:build !unit
+
 package releaselog_test
 
 import (
@@ -92,14 +94,6 @@ func start(t *testing.T, ns string, logOpts releaselog.Options) *logControllers 
 
 // Stop stops the manager and waits until it stopped.
 func (c *logControllers) Stop() { c.stop() }
-
-func at(s string) time.Time {
-	t, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		panic(err)
-	}
-	return t
-}
 
 func apiEntry(version, date string) v1alpha1.ReleaseLogEntry {
 	return v1alpha1.ReleaseLogEntry{Type: "release", Version: version, Origin: "test", Date: metav1.NewTime(at(date))}

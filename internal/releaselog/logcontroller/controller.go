@@ -37,6 +37,8 @@ type Reconciler struct {
 	// server's load and counts in real time (written's clock).
 	Clock clock.PassiveClock
 
+	// report records the days' Events.
+	report eventlog.Recorder
 	// written holds each day's last status write.
 	written statuswrite.Tracker[struct{}]
 }
@@ -80,8 +82,9 @@ const conflictRetryDelay = 100 * time.Millisecond
 // when it changed (at most once every statusInterval) and comes back at its expiry (or after
 // ResyncInterval when that is sooner).
 // A day whose name is not a day is reported in its status and otherwise left alone: no edit can
-// fix a name, so it is not retried.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// fix a name, so it is not retried. A failed step is reported in the deferred function: one
+// Warning Event on the day, and the returned error, retried with backoff.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, err error) {
 	var l v1alpha1.ReleaseLog
 	if err := r.Get(ctx, req.NamespacedName, &l); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -92,13 +95,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !l.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
+	defer func() {
+		if err = r.report.Finish(ctx, &l, err); err != nil {
+			result = ctrl.Result{}
+		}
+	}()
+	return r.reconcile(ctx, &l)
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, l *v1alpha1.ReleaseLog) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(l)
 	now := r.Clock.Now()
 	_, start, nameErr := releaselog.ParseObjectName(l.Name)
 	if nameErr == nil && releaselog.Expired(start, now, r.TTL) {
 		// The UID precondition spares an object recreated under the same name meanwhile.
-		err := r.Delete(ctx, &l, client.Preconditions{UID: &l.UID})
+		err := r.Delete(ctx, l, client.Preconditions{UID: &l.UID})
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return ctrl.Result{}, fmt.Errorf("deleting the expired release log %s: %w", req, err)
+			return ctrl.Result{}, eventlog.Step(v1alpha1.ReasonReconcileFailed, "Expire", "deleting the expired day", err)
 		}
 		return ctrl.Result{}, nil
 	}
@@ -108,9 +121,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// release log's policy): it is reported, and shown once it begins.
 		dayErr = releaselog.CheckBegun(start, now, r.FutureSkew)
 	}
-	status := DesiredStatus(&l, dayErr, now)
+	status := DesiredStatus(l, dayErr, now)
 	if !equality.Semantic.DeepEqual(status, l.Status) {
-		if wait := statusWait(r.written.Last(req.NamespacedName), r.written.Now(), statusSpacing(&l)); wait > 0 {
+		if wait := statusWait(r.written.Last(key), r.written.Now(), statusSpacing(l)); wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 		// The patch is computed from the status alone, not from two copies of every entry.
@@ -124,9 +137,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 				// The cache is a moment behind: read the day again shortly.
 				return ctrl.Result{RequeueAfter: conflictRetryDelay}, nil
 			}
-			return ctrl.Result{}, fmt.Errorf("writing the status of release log %s: %w", req, err)
+			return ctrl.Result{}, eventlog.Step(v1alpha1.ReasonReconcileFailed, "WriteStatus", "writing the day's status", err)
 		}
-		r.written.Wrote(req.NamespacedName, l.ResourceVersion, after.ResourceVersion, struct{}{})
+		r.written.Wrote(key, l.ResourceVersion, after.ResourceVersion, struct{}{})
 	}
 	if nameErr != nil {
 		return ctrl.Result{}, nil //nolint:nilerr // the status says the name is no day; nothing expires
@@ -197,7 +210,8 @@ func SetupWithManager(mgr ctrl.Manager, opts releaselog.Options) error {
 	if err := SetupStoreWithManager(mgr, opts); err != nil {
 		return err
 	}
-	days := &Reconciler{Client: mgr.GetClient(), TTL: opts.TTL, FutureSkew: opts.FutureSkew, Clock: opts.Clock}
+	days := &Reconciler{Client: mgr.GetClient(), TTL: opts.TTL, FutureSkew: opts.FutureSkew, Clock: opts.Clock,
+		report: eventlog.Recorder{Events: mgr.GetEventRecorder(eventlog.Reporter)}}
 	// A busy day's count may wait statusAppends spacings of a megabyte's write; long after
 	// that, the spacing no longer matters.
 	days.written.Keep = time.Minute

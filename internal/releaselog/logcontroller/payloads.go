@@ -3,7 +3,6 @@ package logcontroller
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,39 +47,43 @@ type payloadLogger struct {
 
 // Reconcile logs the payload's verdict unless the log holds it already: the store answers for
 // the common case (a restart replays every payload), the writer's id check for the rest.
-func (r *payloadLogger) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *payloadLogger) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, err error) {
 	var p v1alpha1.ReleasePayload
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	e, ok := releaselog.PayloadEntry(&p)
+	defer func() { err = r.report.Finish(ctx, &p, err) }()
+	return ctrl.Result{}, r.logVerdict(ctx, &p)
+}
+
+// logVerdict adds the payload's entry unless the log holds it already; a failure is returned.
+func (r *payloadLogger) logVerdict(ctx context.Context, p *v1alpha1.ReleasePayload) error {
+	e, ok := releaselog.PayloadEntry(p)
 	if !ok {
-		return ctrl.Result{}, nil
+		return nil
 	}
 	if r.store.HasEntry(releaselog.DayOf(e.Date), e.ID) {
 		PayloadEntries.WithLabelValues(resultPresent).Inc()
-		return ctrl.Result{}, nil
+		return nil
 	}
 	added, err := r.writer.AddControllerEntry(ctx, e)
 	switch {
 	case errors.Is(err, releaselog.ErrDateExpired):
 		// A verdict older than the log keeps (the controller was down for long): nothing to log.
 		PayloadEntries.WithLabelValues(resultExpired).Inc()
-		return ctrl.Result{}, nil
+		return nil
 	case errors.Is(err, releaselog.ErrDayFull):
 		// No retry makes room in the day: say so on the payload and in the metrics, and go on.
 		PayloadEntries.WithLabelValues(resultFull).Inc()
-		r.report.Warningf(ctx, &p, nil, v1alpha1.EventReleaseLogFull, "LogVerdict",
+		r.report.Warningf(ctx, p, nil, v1alpha1.EventReleaseLogFull, "LogVerdict",
 			"the %s verdict is not in the release log: %v", p.Status.Phase, err)
-		return ctrl.Result{}, nil
+		return nil
 	case err != nil:
-		err = fmt.Errorf("logging the verdict of payload %s: %w", req, err)
-		r.report.Fail(ctx, &p, v1alpha1.EventReleaseLogFailed, "LogVerdict", "logging the verdict", err)
-		return ctrl.Result{}, err
+		return eventlog.Step(v1alpha1.EventReleaseLogFailed, "LogVerdict", "logging the "+string(p.Status.Phase)+" verdict", err)
 	case added:
 		PayloadEntries.WithLabelValues(resultAdded).Inc()
 	default:
 		PayloadEntries.WithLabelValues(resultPresent).Inc()
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
