@@ -1,13 +1,12 @@
 package changelog
 
 import (
-	"container/list"
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
+	"k8s.io/utils/lru"
 )
 
 // GeneratorOptions configures a Generator.
@@ -31,15 +30,7 @@ type Generator struct {
 	repos *RepoCache
 	opts  GeneratorOptions
 	group singleflight.Group
-
-	mu    sync.Mutex
-	lru   *list.List // of *cacheItem, most recent first
-	items map[string]*list.Element
-}
-
-type cacheItem struct {
-	key string
-	cl  *ChangeLog
+	cache *lru.Cache // "from..to" digests → *ChangeLog
 }
 
 // NewGenerator returns a Generator reading repositories through repos.
@@ -50,27 +41,20 @@ func NewGenerator(repos *RepoCache, opts GeneratorOptions) *Generator {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Minute
 	}
-	return &Generator{repos: repos, opts: opts, lru: list.New(), items: map[string]*list.Element{}}
+	return &Generator{repos: repos, opts: opts, cache: lru.New(opts.CacheSize)}
 }
 
 // Cached returns the cached changelog for a pair of digests, if any.
 func (g *Generator) Cached(fromDigest, toDigest string) (*ChangeLog, bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	el, ok := g.items[fromDigest+".."+toDigest]
+	v, ok := g.cache.Get(fromDigest + ".." + toDigest)
 	if !ok {
 		return nil, false
 	}
-	g.lru.MoveToFront(el)
-	return el.Value.(*cacheItem).cl, true
+	return v.(*ChangeLog), true
 }
 
 // Len returns the number of cached changelogs.
-func (g *Generator) Len() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.lru.Len()
-}
+func (g *Generator) Len() int { return g.cache.Len() }
 
 // ChangeLog returns the changelog from one release to another, from the cache when possible.
 func (g *Generator) ChangeLog(ctx context.Context, from, to Release) (*ChangeLog, error) {
@@ -92,7 +76,7 @@ func (g *Generator) ChangeLog(ctx context.Context, from, to Release) (*ChangeLog
 			return nil, err
 		}
 		if cl.cacheable() {
-			g.add(key, cl)
+			g.cache.Add(key, cl)
 		}
 		return cl, nil
 	})
@@ -115,20 +99,4 @@ func (g *Generator) compute(ctx context.Context, from, to Release) (*ChangeLog, 
 		g.opts.OnCompute(from, to)
 	}
 	return Compute(ctx, g.repos, from, to, g.opts.Options)
-}
-
-func (g *Generator) add(key string, cl *ChangeLog) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if el, ok := g.items[key]; ok {
-		el.Value.(*cacheItem).cl = cl
-		g.lru.MoveToFront(el)
-		return
-	}
-	g.items[key] = g.lru.PushFront(&cacheItem{key: key, cl: cl})
-	for g.lru.Len() > g.opts.CacheSize {
-		last := g.lru.Back()
-		g.lru.Remove(last)
-		delete(g.items, last.Value.(*cacheItem).key)
-	}
 }

@@ -1,7 +1,6 @@
 package changelog
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -51,15 +51,7 @@ type Payloads struct {
 	registry *registryclient.Client
 	opts     PayloadsOptions
 	group    singleflight.Group
-
-	mu    sync.Mutex
-	lru   *list.List // of *releaseItem, most recent first
-	items map[string]*list.Element
-}
-
-type releaseItem struct {
-	digest  string
-	release Release
+	releases *lru.Cache // image digest → Release
 }
 
 var _ PayloadChangeLogs = (*Payloads)(nil)
@@ -76,7 +68,7 @@ func NewPayloadChangeLogs(gen *Generator, registry *registryclient.Client, opts 
 	if opts.Timeout <= 0 {
 		opts.Timeout = 2 * time.Minute
 	}
-	return &Payloads{gen: gen, registry: registry, opts: opts, lru: list.New(), items: map[string]*list.Element{}}
+	return &Payloads{gen: gen, registry: registry, opts: opts, releases: lru.New(opts.CacheSize)}
 }
 
 // Generator returns the generator the changelogs are computed with.
@@ -183,32 +175,18 @@ func (p *Payloads) Release(ctx context.Context, pullSpec string) (Release, error
 }
 
 func (p *Payloads) cached(digest string) (Release, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	el, ok := p.items[digest]
+	v, ok := p.releases.Get(digest)
 	if !ok {
 		return Release{}, false
 	}
-	p.lru.MoveToFront(el)
-	return el.Value.(*releaseItem).release, true
+	return v.(Release), true
 }
 
 func (p *Payloads) add(r Release) {
 	if r.Digest == "" {
 		return
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if el, ok := p.items[r.Digest]; ok {
-		p.lru.MoveToFront(el)
-		return
-	}
-	p.items[r.Digest] = p.lru.PushFront(&releaseItem{digest: r.Digest, release: r})
-	for p.lru.Len() > p.opts.CacheSize {
-		last := p.lru.Back()
-		p.lru.Remove(last)
-		delete(p.items, last.Value.(*releaseItem).digest)
-	}
+	p.releases.Add(r.Digest, r) // an image never changes: the same digest is the same Release
 }
 
 // Config is how a command sets up changelogs.

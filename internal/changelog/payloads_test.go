@@ -503,3 +503,21 @@ func TestSetupFetchesOnlyAllowedSources(t *testing.T) {
 		t.Errorf("a bad entry: %v", err)
 	}
 }
+
+// The payload images' contents are kept by digest, CacheSize at most, the least recently used
+// going first; a release without a digest is not kept.
+func TestPayloadsKeepTheRecentImages(t *testing.T) {
+	p := NewPayloadChangeLogs(nil, nil, PayloadsOptions{CacheSize: 2})
+	p.add(Release{Name: "a", Digest: "sha256:a"})
+	p.add(Release{Name: "b", Digest: "sha256:b"})
+	p.add(Release{Name: "no digest"})
+	if r, ok := p.cached("sha256:a"); !ok || r.Name != "a" { // a is now the most recent
+		t.Fatalf("a: %+v, %v", r, ok)
+	}
+	p.add(Release{Name: "c", Digest: "sha256:c"})
+	for digest, want := range map[string]bool{"sha256:a": true, "sha256:b": false, "sha256:c": true, "": false} {
+		if _, ok := p.cached(digest); ok != want {
+			t.Errorf("%q kept: %v, want %v", digest, ok, want)
+		}
+	}
+}

@@ -2,11 +2,12 @@ package web
 
 import (
 	"bytes"
-	"container/list"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/utils/lru"
 
 	"github.com/release-controller/release-controller/internal/server/catalog"
 )
@@ -29,46 +30,24 @@ type partKey struct {
 	minute int64
 }
 
+// partCache holds the rendered parts, least recently used out first.
 type partCache struct {
-	mu    sync.Mutex
-	order *list.List // of *cacheEntry, most recently used first
-	items map[partKey]*list.Element
+	parts *lru.Cache // partKey → the part
 }
 
-type cacheEntry struct {
-	key   partKey
-	value any
-}
-
-func newPartCache() *partCache {
-	return &partCache{order: list.New(), items: map[partKey]*list.Element{}}
-}
+func newPartCache() *partCache { return &partCache{parts: lru.New(partCacheSize)} }
 
 // cached returns the part of key, rendering it on a miss; errors are not kept. Two
 // requests missing at once both render, which is harmless.
 func cached[T any](c *partCache, key partKey, render func() (T, error)) (T, error) {
-	c.mu.Lock()
-	if el, ok := c.items[key]; ok {
-		c.order.MoveToFront(el)
-		v := el.Value.(*cacheEntry).value.(T)
-		c.mu.Unlock()
-		return v, nil
+	if v, ok := c.parts.Get(key); ok {
+		return v.(T), nil
 	}
-	c.mu.Unlock()
 	v, err := render()
 	if err != nil {
 		return v, err
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.items[key]; !ok {
-		c.items[key] = c.order.PushFront(&cacheEntry{key: key, value: v})
-		for c.order.Len() > partCacheSize {
-			last := c.order.Back()
-			c.order.Remove(last)
-			delete(c.items, last.Value.(*cacheEntry).key)
-		}
-	}
+	c.parts.Add(key, v) // a part rendered at once by another request is the same part
 	return v, nil
 }
 
