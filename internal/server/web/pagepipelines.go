@@ -75,7 +75,12 @@ type readyView struct {
 
 func pipelineReady(pl *v1alpha1.Pipeline) readyView {
 	c := meta.FindStatusCondition(pl.Status.Conditions, v1alpha1.ConditionPipelineReady)
+	stalled := meta.FindStatusCondition(pl.Status.Conditions, v1alpha1.ConditionStalled)
 	switch {
+	case pl.Spec.Suspend:
+		return readyView{Text: "Suspended", Class: "pending", Title: "spec.suspend is set: nothing is promoted until it is false"}
+	case stalled != nil && stalled.Status == metav1.ConditionTrue:
+		return readyView{Text: "Stalled", Class: "failed", Title: cmp.Or(stalled.Message, stalled.Reason)}
 	case c == nil:
 		return readyView{Text: "Unknown", Class: "pending", Title: "not observed by the controller yet"}
 	case c.Status == metav1.ConditionTrue:

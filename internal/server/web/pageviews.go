@@ -130,18 +130,35 @@ func (p *site) streamInfo(s *catalog.Stream, now time.Time) streamInfo {
 			info.UnreadyMore = len(unready) - 5
 		}
 	}
+	if s.Object.Spec.Suspend {
+		info.Warnings = append(info.Warnings, SuspendedStream)
+	}
 	for _, c := range s.Object.Status.Conditions {
-		// The throttle line says what TooManyUnreadyReleases would.
-		if c.Status == metav1.ConditionTrue || c.Reason == v1alpha1.ReasonTooManyUnready && info.Throttle != "" {
-			continue
+		if conditionWarns(c) && (c.Reason != v1alpha1.ReasonTooManyUnready || info.Throttle == "") { // the throttle line says it
+			msg := c.Type + ": " + c.Reason
+			if c.Message != "" {
+				msg += " — " + c.Message
+			}
+			info.Warnings = append(info.Warnings, msg)
 		}
-		msg := c.Type + ": " + c.Reason
-		if c.Message != "" {
-			msg += " — " + c.Message
-		}
-		info.Warnings = append(info.Warnings, msg)
 	}
 	return info
+}
+
+// SuspendedStream is what a suspended stream's page says first.
+const SuspendedStream = "Suspended (spec.suspend): nothing is imported, created, built, verified, published or collected until it is set to false."
+
+// conditionWarns reports whether a condition says something is wrong: Stalled when True
+// (kstatus's abnormal-true condition), the others when not True. Reconciling is progress,
+// not a problem.
+func conditionWarns(c metav1.Condition) bool {
+	switch c.Type {
+	case v1alpha1.ConditionStalled:
+		return c.Status == metav1.ConditionTrue
+	case v1alpha1.ConditionReconciling:
+		return false
+	}
+	return c.Status != metav1.ConditionTrue
 }
 
 // pullSpec is where a payload is pulled from: by digest once built, by tag before.
