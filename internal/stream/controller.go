@@ -264,6 +264,32 @@ func NewRateLimiter() workqueue.TypedRateLimiter[reconcile.Request] {
 // SetupWithManager registers the controller and the payload-by-stream index; r.Jobs must
 // have been added to mgr.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if err := r.setup(ctx, mgr); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr)
+	if r.Clusters != nil {
+		// As for local jobs, a job's change reaches the stream through its payload's status;
+		// the source enqueues the streams whose cluster came back or was first listed.
+		b = b.WatchesRawSource(r.Clusters.Source(ClusterUser, func(*jobcache.Record, workqueue.TypedRateLimitingInterface[reconcile.Request]) {}))
+	}
+	return b.
+		Named("releasestream").
+		For(&v1alpha1.ReleaseStream{}).
+		// A stream that appears, changes or goes away changes what the upgrades starting
+		// from it can do: its dependents plan again (UpgradeSourceMissing ends, or starts).
+		Watches(&v1alpha1.ReleaseStream{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+			return r.upgradingFrom(ctx, obj.GetNamespace(), obj.GetName())
+		})).
+		// A payload's change enqueues only the streams whose pass it concerns
+		// (PayloadChange): not every status write of the payload controller.
+		Watches(&v1alpha1.ReleasePayload{}, r.payloadEvents()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4, RateLimiter: NewRateLimiter()}).
+		Complete(r)
+}
+
+// setup fills in r's defaults and registers the indexes with mgr.
+func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -288,25 +314,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.ReleaseStream{}, IndexUpgradeSource, upgradeSources); err != nil {
 		return fmt.Errorf("indexing streams by upgrade source: %w", err)
 	}
-	b := ctrl.NewControllerManagedBy(mgr)
-	if r.Clusters != nil {
-		// As for local jobs, a job's change reaches the stream through its payload's status;
-		// the source enqueues the streams whose cluster came back or was first listed.
-		b = b.WatchesRawSource(r.Clusters.Source(ClusterUser, func(*jobcache.Record, workqueue.TypedRateLimitingInterface[reconcile.Request]) {}))
-	}
-	return b.
-		Named("releasestream").
-		For(&v1alpha1.ReleaseStream{}).
-		// A stream that appears, changes or goes away changes what the upgrades starting
-		// from it can do: its dependents plan again (UpgradeSourceMissing ends, or starts).
-		Watches(&v1alpha1.ReleaseStream{}, handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
-			return r.upgradingFrom(ctx, obj.GetNamespace(), obj.GetName())
-		})).
-		// A payload's change enqueues only the streams whose pass it concerns
-		// (PayloadChange): not every status write of the payload controller.
-		Watches(&v1alpha1.ReleasePayload{}, r.payloadEvents()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4, RateLimiter: NewRateLimiter()}).
-		Complete(r)
+	return nil
 }
 
 // upgradeSources is IndexUpgradeSource's value of a stream: each other stream its upgrade

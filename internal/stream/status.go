@@ -123,8 +123,8 @@ const SuspendedMessage = "suspended (spec.suspend): nothing is imported, created
 //   - Reconciling ProgressingWithRetry when a step failed, or a component did not resolve:
 //     retried with backoff, and Ready says what failed;
 //   - Reconciling Progressing while a payload of the stream waits for its image to be built
-//     (phase Pending) or for the verifications the stream launched (phase Ready), aborted
-//     ones aside: the stream's work is under way and reaches a verdict without a spec change;
+//     (phase Pending, or none yet) or for the verifications the stream launched (phase
+//     Ready), aborted ones aside: the stream's work is under way and reaches a verdict without a spec change;
 //   - neither when suspended (Ready's message says so), or when every payload has a verdict.
 func progress(p pass) conditions.Progress {
 	if s, failed := eventlog.Summarize(p.failed()); failed {
@@ -146,11 +146,11 @@ func progress(p pass) conditions.Progress {
 		if q.Annotations[v1alpha1.AnnotationAborted] != "" {
 			continue
 		}
-		switch verdict.Of(q) {
-		case v1alpha1.PhasePending:
-			building = append(building, q.Name)
-		case v1alpha1.PhaseReady:
+		switch phase := verdict.Of(q); {
+		case phase == v1alpha1.PhaseReady:
 			verifying = append(verifying, q.Name)
+		case !verdict.IsVerdict(phase): // Pending, or no status written yet
+			building = append(building, q.Name)
 		}
 	}
 	if p.Created != "" && !slices.Contains(building, p.Created) {

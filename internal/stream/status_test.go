@@ -37,6 +37,7 @@ func TestComputeStatus(t *testing.T) {
 		reason, prefix string
 	}
 	inFlight := []v1alpha1.ReleasePayload{
+		payloadAt("p5", 0, ""), // no status written yet
 		payloadAt("p4", time.Minute, v1alpha1.PhasePending),
 		payloadAt("p3", 2*time.Minute, v1alpha1.PhaseReady),
 		payloadAt("p2", 3*time.Minute, v1alpha1.PhasePending, v1alpha1.AnnotationAborted, "superseded by p4"),
@@ -132,7 +133,7 @@ func TestComputeStatus(t *testing.T) {
 			pass:               pass{Components: resolvedComponents("api"), Decision: upToDate, Listed: true, Payloads: inFlight},
 			imported:           cond{metav1.ConditionTrue, v1alpha1.ReasonComponentsResolved, "all 1"},
 			ready:              cond{metav1.ConditionTrue, v1alpha1.ReasonUpToDate, "payload p1"},
-			reconciling:        cond{metav1.ConditionTrue, v1alpha1.ReasonProgressing, "payloads being built: [p4]; payloads being verified: [p3]"},
+			reconciling:        cond{metav1.ConditionTrue, v1alpha1.ReasonProgressing, "payloads being built: [p5 p4]; payloads being verified: [p3]"},
 			observedGeneration: 3,
 		},
 		{
