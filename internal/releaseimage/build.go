@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"k8s.io/utils/clock"
 	"maps"
 	"net"
 	"net/http"
@@ -55,8 +56,10 @@ type BuildOptions struct {
 	// Previous are earlier accepted releases, newest first.
 	Previous []string
 	Metadata map[string]string
-	// Created is the release's creation time; zero means now. It is kept to the second.
+	// Created is the release's creation time; zero means Clock's now. It is kept to the second.
 	Created time.Time
+	// Clock tells the time when Created is zero; nil is the real clock.
+	Clock clock.PassiveClock
 	// Platforms, when set, makes the payload an OCI image index with one payload image per
 	// platform (os/arch[/variant]), each pinning that platform's image of every component.
 	// Every component must provide every platform.
@@ -96,7 +99,11 @@ func Build(ctx context.Context, opts BuildOptions) (BuildResult, error) {
 	}
 	created := opts.Created
 	if created.IsZero() {
-		created = time.Now()
+		clk := opts.Clock
+		if clk == nil {
+			clk = clock.RealClock{}
+		}
+		created = clk.Now()
 	}
 	created = created.UTC().Truncate(time.Second)
 	previous := opts.Previous

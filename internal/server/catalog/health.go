@@ -23,7 +23,7 @@ const (
 )
 
 // HealthWindow picks the payloads a health report covers: those created in the last Days
-// days before Now, at most the newest Payloads of them.
+// days before Now, at most the newest Payloads of them. Now is the caller's clock's.
 type HealthWindow struct {
 	Payloads int
 	Days     int
@@ -243,9 +243,6 @@ func (w HealthWindow) withDefaults() HealthWindow {
 		w.Days = DefaultHealthDays
 	}
 	w.Payloads, w.Days = min(w.Payloads, MaxHealthPayloads), min(w.Days, MaxHealthDays)
-	if w.Now.IsZero() {
-		w.Now = time.Now()
-	}
 	return w
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"k8s.io/utils/clock"
 	"strings"
 	"time"
 
@@ -149,6 +150,8 @@ type Component struct {
 type catalogTools struct {
 	cat        *catalog.Catalog
 	changeLogs changelog.PayloadChangeLogs
+	// clock is the server's (the release log's), which the health report counts days from.
+	clock clock.PassiveClock
 }
 
 func addCatalogTools(s *sdk.Server, t catalogTools, readOnly *sdk.ToolAnnotations) {

@@ -50,7 +50,7 @@ func (t catalogTools) streamHealth(_ context.Context, _ *sdk.CallToolRequest, in
 		return nil, none, err
 	}
 	// As of the minute, as the health page reports it: both give the same figures.
-	h := s.Health(catalog.HealthWindow{Payloads: in.Payloads, Days: in.Days, Now: time.Now().Truncate(time.Minute)})
+	h := s.Health(catalog.HealthWindow{Payloads: in.Payloads, Days: in.Days, Now: t.clock.Now().Truncate(time.Minute)})
 	return text(healthText(h)), h, nil
 }
 

@@ -127,9 +127,10 @@ func NewServer(store *releaselog.Store, opts releaselog.Options, cat *catalog.Ca
 		Annotations: readOnly,
 	}, t.listReleases)
 	if cat != nil {
-		addCatalogTools(s, catalogTools{cat: cat, changeLogs: changeLogs}, readOnly)
-		addPipelineTools(s, catalogTools{cat: cat, changeLogs: changeLogs}, readOnly)
-		addHealthTool(s, catalogTools{cat: cat, changeLogs: changeLogs}, readOnly)
+		ct := catalogTools{cat: cat, changeLogs: changeLogs, clock: opts.Clock}
+		addCatalogTools(s, ct, readOnly)
+		addPipelineTools(s, ct, readOnly)
+		addHealthTool(s, ct, readOnly)
 	}
 	return s
 }
