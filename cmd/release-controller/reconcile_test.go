@@ -36,8 +36,8 @@ func TestReconcileCommand(t *testing.T) {
 			Spec: v1alpha1.ReleaseStreamSpec{
 				TagPrefix:         "4.15.0-0." + name,
 				PayloadRepository: reg.Addr() + "/release/" + name,
-				Components: []v1alpha1.ComponentSource{{Name: "api", Image: image}},
-				Suspend:    suspend,
+				Components:        []v1alpha1.ComponentSource{{Name: "api", Image: image}},
+				Suspend:           suspend,
 			},
 		}
 		if err := env.Client.Create(ctx, s); err != nil {
