@@ -249,6 +249,20 @@ func IndexPods(ctx context.Context, indexer client.FieldIndexer) error {
 // SetupWithManager registers the controller; IndexPods must have been called on mgr, and
 // r.Jobs added to it.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.setup(mgr)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("releasepayload").
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
+		Watches(&v1alpha1.ReleasePayload{}, r.payloadEvents(), builder.WithPredicates(ignoreStatusOnlyUpdates{})).
+		WatchesRawSource(r.Jobs.Source(r.recordEvent)).
+		WatchesRawSource(r.clusterSource()).
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretEvent)).
+		Watches(&corev1.Pod{}, r.jobEvents()).
+		Complete(r)
+}
+
+// setup fills in r's defaults.
+func (r *Reconciler) setup(mgr ctrl.Manager) {
 	if r.Clock == nil {
 		r.Clock = clock.RealClock{}
 	}
@@ -263,15 +277,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.Events = mgr.GetEventRecorder(eventlog.Reporter)
 	}
 	r.report = eventlog.Recorder{Events: r.Events}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("releasepayload").
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
-		Watches(&v1alpha1.ReleasePayload{}, r.payloadEvents(), builder.WithPredicates(ignoreStatusOnlyUpdates{})).
-		WatchesRawSource(r.Jobs.Source(r.recordEvent)).
-		WatchesRawSource(r.clusterSource()).
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.secretEvent)).
-		Watches(&corev1.Pod{}, r.jobEvents()).
-		Complete(r)
 }
 
 // clusterSource brings the payloads whose jobs on other clusters change, and those whose

@@ -142,6 +142,12 @@ func TestFailedStatus(t *testing.T) {
 	if got := FailedStatus(accepted, nil, now); !meta.IsStatusConditionTrue(got.Conditions, v1alpha1.ConditionReady) {
 		t.Error("FailedStatus without a failure changed Ready")
 	}
+	// A payload whose status was never written: a valid status, Pending, creation Unknown.
+	fresh := FailedStatus(&v1alpha1.ReleasePayload{}, tests[0].err, now)
+	if fresh.Phase != v1alpha1.PhasePending || fresh.ReleaseCreationJobResult.Status != v1alpha1.CreationJobUnknown {
+		t.Errorf("a fresh payload's failed status: phase %q, creation %q", fresh.Phase, fresh.ReleaseCreationJobResult.Status)
+	}
+	checkCondition(t, fresh.Conditions, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonReconcileFailed, "reading the payload's jobs")
 }
 
 // checkCondition checks that conditions hold typ with status, reason and a message that

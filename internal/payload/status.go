@@ -137,7 +137,8 @@ func conditionMessage(conds []metav1.Condition, typ string) string {
 }
 
 // FailedStatus is the payload's status after a reconcile that failed (err, eventlog
-// Failures) before it could judge the jobs: the recorded runs and verdict stay as they are;
+// Failures) before it could judge the jobs: the recorded runs and verdict stay as they are
+// (Pending for a payload whose status was never written);
 // Ready=False says what failed (eventlog.Summarize), with Reconciling=True
 // ProgressingWithRetry (the reconcile is retried with backoff), or Stalled=True when every
 // failure is a stall.
@@ -146,6 +147,14 @@ func FailedStatus(p *v1alpha1.ReleasePayload, err error, now metav1.Time) v1alph
 	summary, failed := eventlog.Summarize(err)
 	if !failed {
 		return status
+	}
+	// A payload whose status was never written gets what a valid one holds: nothing is
+	// known of its creation job, and the phase its (absent) conditions give, Pending.
+	if status.ReleaseCreationJobResult.Status == "" {
+		status.ReleaseCreationJobResult.Status = v1alpha1.CreationJobUnknown
+	}
+	if status.Phase == "" {
+		status.Phase = verdict.Phase(status.Conditions)
 	}
 	conditions.Set(&status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 		Reason: summary.Reason, Message: summary.Message, ObservedGeneration: p.Generation, LastTransitionTime: now})
