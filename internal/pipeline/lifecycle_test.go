@@ -133,12 +133,15 @@ func TestFailover(t *testing.T) {
 	stopFirst()
 
 	startController(t, logNS)
-	// The new leader has reconciled the pipeline once it answers a request.
-	second := requestReconcile(t, key, "after-failover")
-	var now = waitImage(t, mgmt.Client, stagingNS, "web", "2")
+	// The new leader answers a request, and once its informer has synced it sees the
+	// rollout where the old one left it.
+	requestReconcile(t, key, "after-failover")
+	second := waitPipeline(t, key, "the new leader sees the rollout", func(p *v1alpha1.Pipeline) bool {
+		return slices.Equal(revisions(p), []string{"2", "2(not ready)"}) && conditionReason(p, v1alpha1.ConditionReconciling) == "True/Progressing"
+	})
+	now := waitImage(t, mgmt.Client, stagingNS, "web", "2")
 	g.Expect(now.ResourceVersion).To(Equal(staged.ResourceVersion), "the target was written again")
 	g.Expect(envStatus(second, "staging").LastPromotion).To(Equal(envStatus(first, "staging").LastPromotion))
-	g.Expect(conditionReason(second, v1alpha1.ConditionReconciling)).To(Equal("True/Progressing"))
 
 	rollOut(t, mgmt.Client, stagingNS, "web")
 	done := waitPipeline(t, key, "rolled out", func(p *v1alpha1.Pipeline) bool {
