@@ -26,7 +26,7 @@ func newSigningKey(t *testing.T) (*signing.Key, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := signing.ParsePrivateKey(armored, nil)
+	key, err := signing.ParsePrivateKey(armored, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestPayloadVerify(t *testing.T) {
 	api := releaseimage.Component{Name: "api", Image: pushComponent(t, reg, "api", "1111")}
 	release := buildPayloadImage(t, reg, "1.0.0", api)
 	repo, digest, _ := strings.Cut(release, "@")
-	if _, _, err := sigstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":1.0.0", ManifestDigest: digest}); err != nil {
+	if _, _, err := sigstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":1.0.0", ManifestDigest: digest, Timestamp: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -213,7 +213,7 @@ func digestOf(pullSpec string) string {
 
 func addSigned(t *testing.T, store *sigstore.Store, key *signing.Key, ref, pullSpec string) {
 	t.Helper()
-	sig, err := signing.Sign(key, signing.Claims{DockerReference: ref, ManifestDigest: digestOf(pullSpec)})
+	sig, err := signing.Sign(key, signing.Claims{DockerReference: ref, ManifestDigest: digestOf(pullSpec), Timestamp: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -438,7 +438,7 @@ func (r *Reconciler) key(ctx context.Context) (key *signing.Key, why string, err
 	if len(armored) == 0 {
 		return nil, fmt.Sprintf("the signing key Secret %s has no %s", r.KeySecret, SecretKeyPrivate), nil
 	}
-	key, err = signing.ParsePrivateKey(armored, secret.Data[SecretKeyPassphrase])
+	key, err = signing.ParsePrivateKey(armored, secret.Data[SecretKeyPassphrase], r.Clock.Now())
 	if err != nil {
 		return nil, fmt.Sprintf("the signing key in Secret %s: %v", r.KeySecret, err), nil
 	}

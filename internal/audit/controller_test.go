@@ -170,7 +170,7 @@ func newKey(t *testing.T, ns, secretName string) signer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	key, err := signing.ParsePrivateKey(armored, nil)
+	key, err := signing.ParsePrivateKey(armored, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,7 +48,7 @@ func signingKey(dataDir string) (*signing.Key, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("the signing key %s: %w", path, err)
 	}
-	key, err := signing.ParsePrivateKey(armored, nil)
+	key, err := signing.ParsePrivateKey(armored, nil, time.Now())
 	if err != nil {
 		return nil, nil, fmt.Errorf("the signing key %s: %w (delete it to make a new one)", path, err)
 	}

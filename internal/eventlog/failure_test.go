@@ -27,7 +27,7 @@ func TestSummarize(t *testing.T) {
 		{name: "a plain error is ReconcileFailed", err: apiErr,
 			want: Summary{Reason: v1alpha1.ReasonReconcileFailed, Message: "reconciling: connection refused"}, wantOK: true},
 		{name: "joined: the first failure's reason, every message",
-			err: errors.Join(Step(v1alpha1.ReasonMirrorFailed, "Mirror", "mirroring", apiErr), nil, Stall("InvalidSpec", "Verify", "planning", errors.New("no such stream"))),
+			err:  errors.Join(Step(v1alpha1.ReasonMirrorFailed, "Mirror", "mirroring", apiErr), nil, Stall("InvalidSpec", "Verify", "planning", errors.New("no such stream"))),
 			want: Summary{Reason: v1alpha1.ReasonMirrorFailed, Message: "mirroring: connection refused; planning: no such stream"}, wantOK: true},
 		{name: "stalled when every failure is",
 			err:  errors.Join(Stall("InvalidSpec", "Verify", "planning", apiErr), Stall("InvalidSpec", "Observe", "reading the app", apiErr)),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -21,7 +22,7 @@ func newKey(t *testing.T) *signing.Key {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := signing.ParsePrivateKey(armored, nil)
+	k, err := signing.ParsePrivateKey(armored, nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestVerifyPayload(t *testing.T) {
 
 	sign := func(k *signing.Key, ref, digest, under string) {
 		t.Helper()
-		sig, err := signing.Sign(k, signing.Claims{DockerReference: ref, ManifestDigest: digest})
+		sig, err := signing.Sign(k, signing.Claims{DockerReference: ref, ManifestDigest: digest, Timestamp: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,8 +54,9 @@ type Key struct {
 }
 
 // ParsePrivateKey reads an ASCII-armored private key holding one key (with its subkeys),
-// decrypting it with passphrase when it is encrypted.
-func ParsePrivateKey(armored, passphrase []byte) (*Key, error) {
+// decrypting it with passphrase when it is encrypted; its signing key must be valid (not
+// revoked or expired) at now.
+func ParsePrivateKey(armored, passphrase []byte, now time.Time) (*Key, error) {
 	entities, err := readArmoredKeys(armored)
 	if err != nil {
 		return nil, fmt.Errorf("reading the private key: %w", err)
@@ -75,7 +76,7 @@ func ParsePrivateKey(armored, passphrase []byte) (*Key, error) {
 			return nil, fmt.Errorf("decrypting the private key %s: wrong passphrase (%w)", keyID(e.PrimaryKey), err)
 		}
 	}
-	signer, ok := e.SigningKey(time.Now())
+	signer, ok := e.SigningKey(now)
 	if !ok || signer.PrivateKey == nil || signer.PrivateKey.Dummy() {
 		return nil, fmt.Errorf("the private key %s has no usable signing key (revoked, expired, or only its public part is present)", keyID(e.PrimaryKey))
 	}
@@ -243,10 +244,12 @@ func fingerprint(pk *packet.PublicKey) string {
 }
 
 // Sign returns a binary OpenPGP signed message (one-pass signature, literal data, signature)
-// whose literal data is c as simple signing JSON. A zero c.Timestamp is the current time.
+// whose literal data is c as simple signing JSON. c.Timestamp is the caller's clock's; the
+// OpenPGP signature packet's own creation time is the machine's (a verifier refuses a
+// signature made before its key, which a test's fake clock could otherwise ask for).
 func Sign(k *Key, c Claims) ([]byte, error) {
 	if c.Timestamp.IsZero() {
-		c.Timestamp = time.Now()
+		return nil, errors.New("signing: the claims have no timestamp")
 	}
 	body, err := c.marshal()
 	if err != nil {

@@ -35,7 +35,7 @@ func testKey(t *testing.T, i int) ([]byte, *Key) {
 	if testKeysErr != nil {
 		t.Fatal(testKeysErr)
 	}
-	k, err := ParsePrivateKey(testKeys[i], nil)
+	k, err := ParsePrivateKey(testKeys[i], nil, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,19 +113,10 @@ func TestSignVerify(t *testing.T) {
 		t.Errorf("verifying with the armored public key: %v", err)
 	}
 
-	// A zero timestamp is now.
+	// The timestamp is the caller's clock's: none is refused rather than guessed.
 	claims.Timestamp = time.Time{}
-	before := time.Now().Truncate(time.Second)
-	sig, err = Sign(key, claims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, _, err = Verify(key.Keyring(), sig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Timestamp.Before(before) {
-		t.Errorf("timestamp %s, want now (after %s)", got.Timestamp, before)
+	if _, err := Sign(key, claims); err == nil || !strings.Contains(err.Error(), "no timestamp") {
+		t.Errorf("signing claims without a timestamp: %v", err)
 	}
 }
 
@@ -363,7 +354,7 @@ func TestParsePrivateKey(t *testing.T) {
 	encryptedKey := buf.Bytes()
 
 	t.Run("encrypted, right passphrase", func(t *testing.T) {
-		k, err := ParsePrivateKey(encryptedKey, []byte("correct horse"))
+		k, err := ParsePrivateKey(encryptedKey, []byte("correct horse"), time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -379,20 +370,20 @@ func TestParsePrivateKey(t *testing.T) {
 		}
 	})
 	t.Run("encrypted, no passphrase", func(t *testing.T) {
-		_, err := ParsePrivateKey(encryptedKey, nil)
+		_, err := ParsePrivateKey(encryptedKey, nil, time.Now())
 		if err == nil || !strings.Contains(err.Error(), "is encrypted and no passphrase was given") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("encrypted, wrong passphrase", func(t *testing.T) {
-		_, err := ParsePrivateKey(encryptedKey, []byte("battery staple"))
+		_, err := ParsePrivateKey(encryptedKey, []byte("battery staple"), time.Now())
 		if err == nil || !strings.Contains(err.Error(), "wrong passphrase") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("unencrypted with a passphrase", func(t *testing.T) {
 		// A passphrase for a key that needs none is harmless.
-		if _, err := ParsePrivateKey(armored, []byte("unused")); err != nil {
+		if _, err := ParsePrivateKey(armored, []byte("unused"), time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -401,20 +392,20 @@ func TestParsePrivateKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = ParsePrivateKey(pub, nil)
+		_, err = ParsePrivateKey(pub, nil, time.Now())
 		if err == nil || !strings.Contains(err.Error(), "is a public key, not a private key") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("two keys", func(t *testing.T) {
 		other, _ := testKey(t, 1)
-		_, err := ParsePrivateKey(append(bytes.Clone(armored), other...), nil)
+		_, err := ParsePrivateKey(append(bytes.Clone(armored), other...), nil, time.Now())
 		if err == nil || !strings.Contains(err.Error(), "holds 2 keys, want one") {
 			t.Fatalf("err = %v", err)
 		}
 	})
 	t.Run("garbage", func(t *testing.T) {
-		if _, err := ParsePrivateKey([]byte("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nnope\n"), nil); err == nil {
+		if _, err := ParsePrivateKey([]byte("-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nnope\n"), nil, time.Now()); err == nil {
 			t.Fatal("accepted garbage")
 		}
 	})
@@ -432,7 +423,7 @@ func TestParsePrivateKey(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = w.Close()
-		_, err = ParsePrivateKey(buf.Bytes(), nil)
+		_, err = ParsePrivateKey(buf.Bytes(), nil, time.Now())
 		if err == nil || !strings.Contains(err.Error(), "has no usable signing key") {
 			t.Fatalf("err = %v", err)
 		}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/random"
@@ -73,26 +74,26 @@ func TestContainersImageAcceptsOurSignatures(t *testing.T) {
 	base := serve(t, store)
 
 	signedDigest := pushRandom(t, repo+":1.0.0")
-	if _, _, err := sigstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":1.0.0", ManifestDigest: signedDigest, Creator: "test"}); err != nil {
+	if _, _, err := sigstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":1.0.0", ManifestDigest: signedDigest, Creator: "test", Timestamp: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	pushRandom(t, repo+":unsigned")
 
 	// One valid signature among others that do not count still admits the image.
 	rotatedDigest := pushRandom(t, repo+":rotated")
-	otherSig, err := signing.Sign(other, signing.Claims{DockerReference: repo + ":rotated", ManifestDigest: rotatedDigest})
+	otherSig, err := signing.Sign(other, signing.Claims{DockerReference: repo + ":rotated", ManifestDigest: rotatedDigest, Timestamp: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := store.AddSignature(ctx, rotatedDigest, otherSig); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := sigstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":rotated", ManifestDigest: rotatedDigest}); err != nil {
+	if _, _, err := sigstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":rotated", ManifestDigest: rotatedDigest, Timestamp: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 
 	tamperedDigest := pushRandom(t, repo+":tampered")
-	sig, err := signing.Sign(key, signing.Claims{DockerReference: repo + ":tampered", ManifestDigest: tamperedDigest})
+	sig, err := signing.Sign(key, signing.Claims{DockerReference: repo + ":tampered", ManifestDigest: tamperedDigest, Timestamp: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestContainersImageAcceptsOurSignatures(t *testing.T) {
 
 	// A valid signature of another image copied under this image's digest.
 	copiedDigest := pushRandom(t, repo+":copied")
-	sig, err = signing.Sign(key, signing.Claims{DockerReference: repo + ":copied", ManifestDigest: signedDigest})
+	sig, err = signing.Sign(key, signing.Claims{DockerReference: repo + ":copied", ManifestDigest: signedDigest, Timestamp: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestContainersImageAcceptsOurSignatures(t *testing.T) {
 
 	// Only another key signed this one.
 	strangerDigest := pushRandom(t, repo+":stranger")
-	sig, err = signing.Sign(other, signing.Claims{DockerReference: repo + ":stranger", ManifestDigest: strangerDigest})
+	sig, err = signing.Sign(other, signing.Claims{DockerReference: repo + ":stranger", ManifestDigest: strangerDigest, Timestamp: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package signingtest
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/release-controller/release-controller/internal/signing"
 )
@@ -25,7 +26,7 @@ func Key(t testing.TB, i int) *signing.Key {
 				err = genErr
 				return
 			}
-			if keys[j], err = signing.ParsePrivateKey(armored, nil); err != nil {
+			if keys[j], err = signing.ParsePrivateKey(armored, nil, time.Now()); err != nil {
 				return
 			}
 		}

@@ -180,7 +180,7 @@ func TestEnsureSigned(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	key, rotated := testKey(t, 0), testKey(t, 1)
-	claims := signing.Claims{DockerReference: "registry.example.com/product/release:4.15.0", ManifestDigest: digestA, Creator: "test"}
+	claims := signing.Claims{DockerReference: "registry.example.com/product/release:4.15.0", ManifestDigest: digestA, Creator: "test", Timestamp: time.Now()}
 
 	s := openDir(t, dir)
 	n, created, err := EnsureSigned(ctx, s, key, claims)
@@ -272,7 +272,7 @@ func TestFailingBucket(t *testing.T) {
 	dir := t.TempDir()
 	s := openDir(t, dir)
 	key := testKey(t, 0)
-	claims := signing.Claims{DockerReference: "registry.example.com/product/release:1.0.0", ManifestDigest: digestA}
+	claims := signing.Claims{DockerReference: "registry.example.com/product/release:1.0.0", ManifestDigest: digestA, Timestamp: time.Now()}
 	blocker := filepath.Join(dir, "sha256="+strings.TrimPrefix(digestA, "sha256:"))
 	if err := os.WriteFile(blocker, []byte("in the way"), 0o644); err != nil {
 		t.Fatal(err)
