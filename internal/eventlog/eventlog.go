@@ -49,13 +49,6 @@ func (r Recorder) Warningf(ctx context.Context, obj client.Object, related runti
 	r.record(obj, related, corev1.EventTypeWarning, reason, action, note)
 }
 
-// Fail reports a failed step: a Warning Event whose note is "<step>: <err>" and an error log
-// line. The caller returns err (joined with the pass's other failures) from its reconcile.
-func (r Recorder) Fail(ctx context.Context, obj client.Object, reason, action, step string, err error) {
-	log.FromContext(ctx, Keys(obj)...).Error(err, step, "reason", reason, "action", action)
-	r.record(obj, nil, corev1.EventTypeWarning, reason, action, fmt.Sprintf("%s: %v", step, err))
-}
-
 func (r Recorder) record(obj client.Object, related runtime.Object, eventType, reason, action, note string) {
 	if r.Events == nil {
 		return

@@ -23,8 +23,8 @@ func TestRecorder(t *testing.T) {
 
 	r.Eventf(ctx, stream, payload, v1alpha1.EventPayloadCreated, "Create", "created payload %s", "4.15.0")
 	r.Warningf(ctx, payload, nil, v1alpha1.EventRejected, "Decide", "rejected: %s", "e2e failed")
-	r.Fail(ctx, stream, v1alpha1.ReasonPublishFailed, "Publish", "publishing 4.15.0 as latest", errors.New("denied"))
-	r.Fail(ctx, payload, v1alpha1.ReasonReconcileFailed, "Verify", "launching e2e", errors.New(strings.Repeat("x", 5000)))
+	_ = r.Finish(ctx, stream, Step(v1alpha1.ReasonPublishFailed, "Publish", "publishing 4.15.0 as latest", errors.New("denied")))
+	_ = r.Finish(ctx, payload, Step(v1alpha1.ReasonReconcileFailed, "Verify", "launching e2e", errors.New(strings.Repeat("x", 5000))))
 	want := []string{
 		"Normal PayloadCreated created payload 4.15.0",
 		"Warning Rejected rejected: e2e failed",
