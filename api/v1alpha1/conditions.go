@@ -99,7 +99,8 @@ const (
 
 	// ReasonVerificationNameClash (Ready=False): two of the stream's verifications would give
 	// a payload two verifications of one name (e2e with several platforms makes e2e-arm64,
-	// which another verification is called); no payload is created until the spec is fixed.
+	// which another verification is called); no payload is created until the spec is fixed
+	// (Stalled=True).
 	ReasonVerificationNameClash = "VerificationNameClash"
 
 	// ReasonMirrorFailed (Ready=False): copying the components to mirrorRepository failed.
@@ -108,8 +109,9 @@ const (
 	ReasonPublishFailed = "PublishFailed"
 	// ReasonReconcileFailed (Ready=False): another step failed (an API or registry call).
 	ReasonReconcileFailed = "ReconcileFailed"
-	// ReasonUpgradeSourceMissing (Ready=False): an upgrade verification starts from another
-	// stream (from.stream) that does not exist; its payloads wait, it is retried with backoff.
+	// ReasonUpgradeSourceMissing (Ready=False, Stalled=True): an upgrade verification starts
+	// from another stream (from.stream) that does not exist; its payloads wait, and the stream
+	// is reconciled again when that stream appears or its own spec changes.
 	ReasonUpgradeSourceMissing = "UpgradeSourceMissing"
 
 	// ReasonUpgradeGraphUpToDate (UpgradeGraphRecorded=True): every finished upgrade run is in the ConfigMap.

@@ -25,7 +25,7 @@ var (
 	// Ready condition carry.
 	stepFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "release_controller_stream_step_failures_total",
-		Help: "Failed steps of ReleaseStream reconciles, by reason (ReconcileFailed, MirrorFailed, PublishFailed, UpgradeGraphNotOwned, …); each is retried with backoff.",
+		Help: "Failed steps of ReleaseStream reconciles, by reason (ReconcileFailed, MirrorFailed, PublishFailed, UpgradeGraphNotOwned, …); each is retried with backoff, but stalls (UpgradeSourceMissing, VerificationNameClash).",
 	}, []string{"namespace", "stream", "reason"})
 )
 
