@@ -1,8 +1,9 @@
 // Package clusters reaches the clusters other than the controller's own: a remote cluster is a
 // kubeconfig in a Secret (key "value", the Cluster API convention), read into a REST
 // configuration, checked with a probe and served by one controller-runtime cluster.Cluster.
-// The pipeline controller watches apps through it (internal/pipeline), and the stream and
-// payload controllers run verification jobs through it (Jobs, in jobs.go).
+// A Manager (manager.go) runs those clusters while they are in use; the pipeline controller
+// watches apps through one (internal/pipeline), and the stream and payload controllers run
+// verification jobs through one (Jobs, in jobs.go).
 package clusters
 
 import (

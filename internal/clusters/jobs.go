@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -22,39 +21,27 @@ import (
 	"github.com/release-controller/release-controller/internal/jobcache"
 )
 
-// DefaultHealthInterval spaces the probes of a cluster in use that answers.
-const DefaultHealthInterval = 15 * time.Second
-
 // Jobs runs verification jobs on remote clusters. For each cluster that a verification names
 // (spec.verification[].cluster), and only while one does, it keeps a cluster.Cluster built from
-// the kubeconfig Secret (to create and delete Jobs there) and a jobcache.Cache of the
-// controller's Jobs in the namespaces used there, and probes the cluster: every HealthInterval
-// while it answers, with exponential backoff (1 s to a minute) while it does not. The cache
+// the kubeconfig Secret (to create and delete Jobs there; its Manager runs and probes it) and
+// a jobcache.Cache of the controller's Jobs in the namespaces used there. The cache
 // keeps what it last saw while its cluster is away, so nothing recorded is lost; each change of
 // reachability, and each cache's first sync, enqueues the objects that use the cluster.
 //
 // Users (the payload and stream controllers) declare what they use with Use; the clusters and
 // caches nobody uses stop.
 type Jobs struct {
-	// secretMeta reads Secrets' metadata (a metadata cache: a Secret's change is seen without
-	// reading it), secrets their data (the API server: Secrets are not cached).
-	secretMeta, secrets client.Reader
-	selector            labels.Selector
-	newCluster          func(*rest.Config) (cluster.Cluster, error)
-	probe               func(context.Context, *rest.Config) error
-	backoff             workqueue.TypedRateLimiter[Key]
+	clusters *Manager
+	selector labels.Selector
 	// HealthInterval spaces the probes of a cluster that answers; set it before Start.
 	HealthInterval time.Duration
 	// InsecureKubeconfigExec lets the kubeconfigs run plugins and name files (see
 	// CheckKubeconfig); set it before Start.
 	InsecureKubeconfigExec bool
 
-	// started is closed once Start has run: the controllers, started beside it, wait for it.
-	started chan struct{}
-
-	mu       sync.Mutex
-	ctx      context.Context // the manager's, once started
-	clusters map[Key]*jobsCluster
+	mu sync.Mutex
+	// caches: the clusters in use, with their job caches.
+	caches map[Key]*jobsCluster
 	// uses: user → cluster → namespaces there.
 	uses map[user]map[Key][]string
 	// kinds: a kind of user → what to call when one of its objects should be reconciled.
@@ -73,54 +60,39 @@ type recordHandler struct {
 	queue   workqueue.TypedRateLimitingInterface[reconcile.Request]
 }
 
+// jobsCluster is the job cache of a cluster in use.
 type jobsCluster struct {
-	key           Key
-	config        *rest.Config
-	cluster       cluster.Cluster
-	secretVersion string
-	ctx           context.Context // ends when the cluster stops
-	cancel        context.CancelFunc
+	key Key
+	// cluster is the one the cache was built on: when the Manager rebuilt it, the cache goes.
+	cluster cluster.Cluster
 	// namespaces the cache watches; cache and stopCache are nil until it is built.
 	namespaces []string
 	cache      *jobcache.Cache
 	stopCache  context.CancelFunc
-	// problem is why the cluster cannot be used now (empty: fine).
-	problem string
-	// answered is set once a probe got an answer: the cache is built only then, since its
-	// discovery (under the manager's lock) has no timeout of its own.
-	answered bool
 }
 
 // NewJobs returns a jobs manager; selector selects the controller's jobs (the contract labels).
 func NewJobs(secretMeta, secrets client.Reader, selector labels.Selector) *Jobs {
-	return &Jobs{
-		secretMeta: secretMeta, secrets: secrets, selector: selector,
-		newCluster:     New,
-		probe:          Probe,
-		backoff:        workqueue.NewTypedItemExponentialFailureRateLimiter[Key](time.Second, time.Minute),
+	j := &Jobs{
+		selector:       selector,
 		HealthInterval: DefaultHealthInterval,
-		started:        make(chan struct{}),
-		clusters:       map[Key]*jobsCluster{},
+		caches:         map[Key]*jobsCluster{},
 		uses:           map[user]map[Key][]string{},
 		kinds:          map[string]func(types.NamespacedName){},
 	}
+	j.clusters = NewManager(nil, secretMeta, secrets, j.notify)
+	return j
 }
 
 // Start runs until ctx ends, then stops every cluster. It is a manager Runnable (leader only,
 // as the controllers that use it).
 func (j *Jobs) Start(ctx context.Context) error {
-	j.mu.Lock()
-	j.ctx = ctx
-	j.mu.Unlock()
-	close(j.started)
-	<-ctx.Done()
+	j.clusters.HealthInterval, j.clusters.InsecureKubeconfigExec = j.HealthInterval, j.InsecureKubeconfigExec
+	err := j.clusters.Start(ctx)
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for k, e := range j.clusters {
-		e.stop()
-		delete(j.clusters, k)
-	}
-	return nil
+	clear(j.caches) // stopped with their clusters
+	return err
 }
 
 // Source is a controller source for the users of kind (e.g. "payload"): it calls changed with
@@ -135,7 +107,7 @@ func (j *Jobs) Source(kind string, changed func(*jobcache.Record, workqueue.Type
 		j.kinds[kind] = func(obj types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: obj}) }
 		h := recordHandler{changed: changed, queue: q}
 		j.sources = append(j.sources, h)
-		for _, e := range j.clusters {
+		for _, e := range j.caches {
 			if e.cache != nil {
 				if err := e.cache.Source(h.changed).Start(ctx, q); err != nil {
 					return err
@@ -170,7 +142,7 @@ func (v View) Synced() bool {
 // more, and returns a view of each cluster of want.
 func (j *Jobs) Use(ctx context.Context, kind string, obj types.NamespacedName, want map[Key][]string) (map[Key]View, error) {
 	select {
-	case <-j.started:
+	case <-j.clusters.Started():
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for the job clusters manager to start: %w", context.Cause(ctx))
 	}
@@ -193,12 +165,11 @@ func (j *Jobs) Use(ctx context.Context, kind string, obj types.NamespacedName, w
 	for key := range want {
 		views[key] = j.ensure(ctx, key, used[key])
 	}
-	for key, e := range j.clusters {
+	for key, e := range j.caches {
 		if _, ok := used[key]; !ok {
 			e.stop()
-			delete(j.clusters, key)
-			j.backoff.Forget(key)
-			ctrl.LoggerFrom(ctx).Info("stopped watching the jobs of cluster", "cluster", key.String())
+			delete(j.caches, key)
+			j.clusters.Stop(ctx, key)
 		}
 	}
 	return views, nil
@@ -213,14 +184,14 @@ func (j *Jobs) unchanged(ctx context.Context, u user, want map[Key][]string) (ma
 		return nil, false
 	}
 	for key, namespaces := range want {
-		e := j.clusters[key]
+		e := j.caches[key]
 		if e == nil || e.cache == nil || !slices.Equal(before[key], namespaces) {
 			return nil, false
 		}
 	}
 	views := make(map[Key]View, len(want))
 	for key := range want {
-		views[key] = j.ensure(ctx, key, j.clusters[key].namespaces)
+		views[key] = j.ensure(ctx, key, j.caches[key].namespaces)
 	}
 	return views, true
 }
@@ -241,62 +212,47 @@ func (j *Jobs) used() map[Key][]string {
 }
 
 // ensure returns the view of key, building its cluster from the Secret when there is none or
-// the Secret changed, and its cache when there is none or it watches other namespaces; j.mu
-// is held.
+// the Secret changed (Manager.Ensure), and its cache when there is none, it watches other
+// namespaces or its cluster was rebuilt; j.mu is held.
 func (j *Jobs) ensure(ctx context.Context, key Key, namespaces []string) View {
-	e, err := j.ensureCluster(ctx, key)
+	run, err := j.clusters.Ensure(ctx, key, nil)
 	if err != nil {
+		if e := j.caches[key]; e != nil {
+			e.stop() // its cluster stopped
+			delete(j.caches, key)
+		}
 		return View{Problem: err.Error(), Invalid: true}
 	}
-	if e.problem != "" {
-		return View{Problem: e.problem}
+	e := j.caches[key]
+	if e == nil || e.cluster != run.Cluster {
+		if e != nil {
+			e.stop()
+		}
+		e = &jobsCluster{key: key, cluster: run.Cluster}
+		j.caches[key] = e
 	}
-	if !e.answered {
-		return View{} // not listed yet: the first answer tells the users
+	if run.Problem != nil {
+		return View{Problem: fmt.Sprintf("cluster %s %v", key, run.Problem)}
+	}
+	if !run.Answered {
+		// Not listed yet: the first answer tells the users. The cache is built only then,
+		// since its discovery (under j.mu) has no timeout of its own.
+		return View{}
 	}
 	if e.cache == nil || !slices.Equal(e.namespaces, namespaces) {
-		if err := j.startCache(ctx, e, namespaces); err != nil {
+		if err := j.startCache(ctx, run.Ctx, e, namespaces); err != nil {
 			// The cluster went away since its last probe (discovery failed): it counts as
 			// unreachable until a probe answers, which tells the users to try again.
-			e.problem = err.Error()
-			return View{Problem: e.problem}
+			j.clusters.Unreachable(key, fmt.Errorf("unreachable: %w", err))
+			return View{Problem: err.Error()}
 		}
 	}
-	return View{Client: e.cluster.GetClient(), Jobs: e.cache}
+	return View{Client: run.Cluster.GetClient(), Jobs: e.cache}
 }
 
-func (j *Jobs) ensureCluster(ctx context.Context, key Key) (*jobsCluster, error) {
-	e := j.clusters[key]
-	seen, err := SecretVersion(ctx, j.secretMeta, key)
-	if err == nil && e != nil && e.secretVersion == seen {
-		return e, nil
-	}
-	if e != nil {
-		// Rebuilt below, or gone: the old cluster stops, its cache with it.
-		e.stop()
-		delete(j.clusters, key)
-	}
-	if err != nil {
-		return nil, err
-	}
-	cfg, version, err := RESTConfig(ctx, j.secrets, key, j.InsecureKubeconfigExec)
-	if err != nil {
-		return nil, err
-	}
-	cl, clusterCtx, cancel, err := Run(ctx, j.ctx, key, cfg, j.newCluster)
-	if err != nil {
-		return nil, err
-	}
-	e = &jobsCluster{key: key, config: cfg, cluster: cl, secretVersion: version, ctx: clusterCtx, cancel: cancel}
-	j.clusters[key] = e
-	go j.watchHealth(clusterCtx, e)
-	log := ctrl.LoggerFrom(ctx).WithValues("cluster", key.String())
-	log.Info("watching the jobs of cluster")
-	return e, nil
-}
-
-// startCache (re)builds e's job cache over namespaces and starts it; j.mu is held.
-func (j *Jobs) startCache(ctx context.Context, e *jobsCluster, namespaces []string) error {
+// startCache (re)builds e's job cache over namespaces and starts it, until clusterCtx ends;
+// j.mu is held.
+func (j *Jobs) startCache(ctx, clusterCtx context.Context, e *jobsCluster, namespaces []string) error {
 	if e.stopCache != nil {
 		e.stopCache()
 		e.cache, e.stopCache = nil, nil
@@ -305,7 +261,7 @@ func (j *Jobs) startCache(ctx context.Context, e *jobsCluster, namespaces []stri
 	if err != nil {
 		return fmt.Errorf("cluster %s: %w", e.key, err)
 	}
-	cacheCtx, stop := context.WithCancel(e.ctx)
+	cacheCtx, stop := context.WithCancel(clusterCtx)
 	for _, h := range j.sources {
 		if err := c.Source(h.changed).Start(cacheCtx, h.queue); err != nil {
 			stop()
@@ -357,31 +313,13 @@ func (e *jobsCluster) stop() {
 	if e.stopCache != nil {
 		e.stopCache()
 	}
-	e.cancel()
-}
-
-// watchHealth probes e's cluster until its context ends (WatchHealth), and notifies its users
-// when its reachability changes.
-func (j *Jobs) watchHealth(ctx context.Context, e *jobsCluster) {
-	set := func(err error) bool {
-		j.mu.Lock()
-		defer j.mu.Unlock()
-		was, first := e.problem, err == nil && !e.answered
-		if err != nil {
-			e.problem = fmt.Sprintf("cluster %s unreachable: %v", e.key, err)
-		} else {
-			e.problem, e.answered = "", true
-		}
-		return first || (was == "") != (e.problem == "")
-	}
-	WatchHealth(ctx, Health{Key: e.key, Config: e.config, Probe: j.probe, Backoff: j.backoff, Interval: j.HealthInterval}, set, func() { j.notify(e.key) })
 }
 
 // Running lists the clusters in use, for tests and metrics.
 func (j *Jobs) Running() []Key {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return slices.SortedFunc(maps.Keys(j.clusters), func(a, b Key) int {
+	return slices.SortedFunc(maps.Keys(j.caches), func(a, b Key) int {
 		if a.String() < b.String() {
 			return -1
 		}

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,9 +22,6 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/clusters"
 )
-
-// DefaultHealthInterval spaces the probes of a cluster in use that answers.
-const DefaultHealthInterval = 15 * time.Second
 
 // ClusterKey names a cluster: the kubeconfig Secret namespace/name, or zero for the local
 // cluster (the one the controller runs against).
@@ -44,26 +39,20 @@ type informerKey struct {
 	gvk     schema.GroupVersionKind
 }
 
-// Clusters is the clusters manager, the apps watcher and the apps index in one: it keeps a
-// controller-runtime cluster.Cluster (client and cache) per cluster that at least one pipeline
-// uses, one shared informer per (cluster, app kind) however many pipelines watch that kind
-// there, and the index (cluster, namespace, app) → pipelines that routes an informer's events.
-// An update event enqueues a pipeline only when its app's revision or readiness moved between
-// the event's old and new objects; nothing polls a cluster for apps.
+// Clusters is the apps watcher and the apps index over the clusters the pipelines use: a
+// clusters.Manager runs a controller-runtime cluster.Cluster (client and cache) per cluster
+// that at least one pipeline uses; on each, Clusters keeps one shared informer per app kind
+// however many pipelines watch that kind there, and the index (cluster, namespace, app) →
+// pipelines that routes an informer's events. An update event enqueues a pipeline only when
+// its app's revision or readiness moved between the event's old and new objects; nothing polls
+// a cluster for apps.
 //
-// Each cluster in use is probed (its /version, a cheap request every user may make) every
-// HealthInterval, and with exponential backoff while it does not answer; each change of
-// reachability enqueues its pipelines, whose status then says so (ClusterUnreachable).
+// The Manager probes each cluster in use (its /version, a cheap request every user may make);
+// each change of reachability enqueues its pipelines, whose status then says so
+// (ClusterUnreachable).
 type Clusters struct {
-	local *rest.Config
-	// secretMeta reads Secrets' metadata (from a metadata cache), secrets their data (from
-	// the API server: Secrets are not cached).
-	secretMeta, secrets client.Reader
-	enqueue             func(types.NamespacedName)
-	// newCluster builds a cluster from a config (tests may wrap it).
-	newCluster func(*rest.Config) (cluster.Cluster, error)
-	probe      func(context.Context, *rest.Config) error
-	backoff    workqueue.TypedRateLimiter[ClusterKey]
+	clusters *clusters.Manager
+	enqueue  func(types.NamespacedName)
 	// HealthInterval spaces the probes of a cluster that answers; set it before Start.
 	HealthInterval time.Duration
 	// InsecureKubeconfigExec lets the kubeconfigs run plugins and name files (see
@@ -73,9 +62,9 @@ type Clusters struct {
 	// cluster (TenantOf).
 	tenants *tenantClients
 
-	mu       sync.Mutex
-	ctx      context.Context // the manager's, once started
-	clusters map[ClusterKey]*clusterEntry
+	mu sync.Mutex
+	// inUse: the clusters the pipelines use, with what runs on each.
+	inUse map[ClusterKey]*clusterEntry
 	// index: app → pipelines watching it, with how each reads it.
 	index map[appKey]map[types.NamespacedName]App
 	// uses: pipeline → the apps it watches (to update the index when the pipeline changes).
@@ -83,20 +72,16 @@ type Clusters struct {
 }
 
 type clusterEntry struct {
-	key     ClusterKey
-	config  *rest.Config
+	key ClusterKey
+	// cluster is the one the informers run on: when the Manager rebuilt it (its Secret
+	// changed), they went with it.
 	cluster cluster.Cluster
 	ctx     context.Context // ends when the cluster stops
-	cancel  context.CancelFunc
-	// secretVersion is the resourceVersion of the Secret the cluster was built from.
-	secretVersion string
 	// readers are the service accounts seen allowed to read that Secret, and when: a
 	// pipeline acting as another account (or as one last checked ReaderRecheck ago) is
 	// checked again before it may use the cluster.
 	readers   map[string]time.Time
 	informers map[schema.GroupVersionKind]*informerEntry
-	// problem is why the cluster cannot be read now (empty: fine).
-	problem string
 }
 
 type informerEntry struct {
@@ -110,39 +95,29 @@ type informerEntry struct {
 // reads kubeconfig Secrets' metadata (a manager's client: from its metadata cache) and secrets
 // their data (an API reader); enqueue is called with a pipeline whose apps or clusters changed.
 func NewClusters(local *rest.Config, secretMeta, secrets client.Reader, enqueue func(types.NamespacedName)) *Clusters {
-	return &Clusters{
-		local: local, secretMeta: secretMeta, secrets: secrets, enqueue: enqueue,
-		newCluster:     clusters.New,
-		probe:          clusters.Probe,
-		backoff:        workqueue.NewTypedItemExponentialFailureRateLimiter[ClusterKey](time.Second, time.Minute),
-		HealthInterval: DefaultHealthInterval,
+	c := &Clusters{
+		enqueue:        enqueue,
+		HealthInterval: clusters.DefaultHealthInterval,
 		tenants:        newTenantClients(local),
-		clusters:       map[ClusterKey]*clusterEntry{},
+		inUse:          map[ClusterKey]*clusterEntry{},
 		index:          map[appKey]map[types.NamespacedName]App{},
 		uses:           map[types.NamespacedName][]appKey{},
 	}
+	c.clusters = clusters.NewManager(local, secretMeta, secrets, c.reachabilityChanged)
+	return c
 }
 
 // Start runs until ctx ends, then stops every cluster. It is a manager Runnable (leader only:
 // only the leader promotes).
 func (c *Clusters) Start(ctx context.Context) error {
-	c.mu.Lock()
-	c.ctx = ctx
-	c.mu.Unlock()
+	c.clusters.HealthInterval, c.clusters.InsecureKubeconfigExec = c.HealthInterval, c.InsecureKubeconfigExec
 	setRunning(c, true)
 	defer setRunning(c, false)
-	<-ctx.Done()
+	err := c.clusters.Start(ctx)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, e := range c.clusters {
-		e.stop()
-		delete(c.clusters, k)
-	}
-	return nil
-}
-
-func (c *Clusters) started() (context.Context, bool) {
-	return c.ctx, c.ctx != nil
+	clear(c.inUse)
+	return err
 }
 
 // ClusterView is what a reconcile needs of one cluster.
@@ -175,9 +150,10 @@ func ClusterKeyOf(namespace string, t v1alpha1.Target) ClusterKey {
 // read as tenant. A nil pipeline (deleted) releases everything the pipeline held: clusters
 // and informers that no other pipeline needs stop.
 func (c *Clusters) Sync(ctx context.Context, key types.NamespacedName, p *v1alpha1.Pipeline, app App, tenant string) (map[ClusterKey]ClusterView, error) {
-	runCtx, ok := c.started()
-	if !ok {
-		return nil, errors.New("the clusters manager is not started")
+	select {
+	case <-c.clusters.Started():
+	default:
+		return nil, clusters.ErrNotStarted
 	}
 	var wanted []appKey
 	if p != nil {
@@ -219,20 +195,20 @@ func (c *Clusters) Sync(ctx context.Context, key types.NamespacedName, p *v1alph
 		if _, done := views[k.cluster]; done {
 			continue
 		}
-		views[k.cluster] = c.ensure(ctx, runCtx, k.cluster, app.GVK, tenant)
+		views[k.cluster] = c.ensure(ctx, k.cluster, app.GVK, tenant)
 	}
 	c.collect(ctx)
 	return views, nil
 }
 
 // ensure starts the cluster and the informer of gvk on it unless they run; c.mu is held.
-func (c *Clusters) ensure(ctx, runCtx context.Context, key ClusterKey, gvk schema.GroupVersionKind, tenant string) ClusterView {
-	e, err := c.ensureCluster(ctx, runCtx, key, tenant)
+func (c *Clusters) ensure(ctx context.Context, key ClusterKey, gvk schema.GroupVersionKind, tenant string) ClusterView {
+	e, problem, err := c.ensureCluster(ctx, key, tenant)
 	if err != nil {
 		return ClusterView{Problem: &ClusterProblem{Cluster: key.Secret, Invalid: true, Forbidden: isTenantForbidden(err), Message: err.Error()}}
 	}
-	if e.problem != "" {
-		return ClusterView{Problem: &ClusterProblem{Cluster: key.Secret, Message: e.problem}}
+	if problem != nil {
+		return ClusterView{Problem: &ClusterProblem{Cluster: key.Secret, Message: problem.Error()}}
 	}
 	if _, ok := e.informers[gvk]; !ok {
 		if err := c.startInformer(ctx, e, gvk); err != nil {
@@ -265,67 +241,49 @@ func (c *Clusters) ensure(ctx, runCtx context.Context, key ClusterKey, gvk schem
 // taken to still be, before it is checked again (a revoked grant shows within it).
 const ReaderRecheck = 5 * time.Minute
 
-// ensureCluster returns the running cluster of key, building it from its Secret, read as
-// tenant, when there is none or the Secret changed; a cluster built already is returned to
-// a tenant only once it was seen allowed to read the Secret. Its error says why the Secret
-// gives no cluster.
-func (c *Clusters) ensureCluster(ctx, runCtx context.Context, key ClusterKey, tenant string) (*clusterEntry, error) {
-	e := c.clusters[key]
-	var cfg *rest.Config
-	version := ""
-	if key.Secret == "" {
-		if e != nil {
-			return e, nil
-		}
-		cfg = rest.CopyConfig(c.local)
-	} else {
-		// The Secret's metadata comes from the cache (a metadata-only watch triggers the
-		// pipelines when it changes); its data is read only when its version moved.
-		seen, err := clusters.SecretVersion(ctx, c.secretMeta, key)
-		if err == nil && e != nil && e.secretVersion == seen && e.cluster != nil {
-			if tenant != "" && time.Since(e.readers[tenant]) > ReaderRecheck {
-				if err := c.tenants.mayRead(ctx, tenant, key); err != nil {
-					return nil, err // the cluster stays for the pipelines that may read it
-				}
-				e.readers[tenant] = time.Now()
-			}
-			return e, nil
-		}
-		if e != nil {
-			// Rebuilt below, or gone: the old cluster stops, its informers with it.
-			c.stopCluster(ctx, e)
-		}
+// ensureCluster returns the running cluster of key (clusters.Manager.Ensure: built from its
+// Secret, read as tenant, when there is none or the Secret changed) with its last probe's
+// problem; a cluster built already is returned to a tenant only once it was seen allowed to
+// read the Secret. Its error says why the Secret gives no cluster; c.mu is held.
+func (c *Clusters) ensureCluster(ctx context.Context, key ClusterKey, tenant string) (*clusterEntry, error, error) {
+	var secrets client.Reader
+	if tenant != "" && !key.IsLocal() {
+		tc, err := c.tenants.get(tenant)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		secrets := c.secrets
-		if tenant != "" {
-			tc, err := c.tenants.get(tenant)
-			if err != nil {
-				return nil, err
-			}
-			secrets = tc
-		}
-		if cfg, version, err = clusters.RESTConfig(ctx, secrets, key, c.InsecureKubeconfigExec); err != nil {
-			if tenant != "" && apierrors.IsForbidden(err) {
-				return nil, tenantSecretError(err, tenant, key)
-			}
-			return nil, err
-		}
+		secrets = tc
 	}
-	cl, clusterCtx, cancel, err := clusters.Run(ctx, runCtx, key, cfg, c.newCluster)
+	run, err := c.clusters.Ensure(ctx, key, secrets)
 	if err != nil {
-		return nil, err
+		if e := c.inUse[key]; e != nil {
+			c.forget(e) // its cluster stopped
+		}
+		if tenant != "" && apierrors.IsForbidden(err) {
+			return nil, nil, tenantSecretError(err, tenant, key)
+		}
+		return nil, nil, err
 	}
-	e = &clusterEntry{key: key, config: cfg, cluster: cl, ctx: clusterCtx, cancel: cancel, secretVersion: version, readers: map[string]time.Time{}, informers: map[schema.GroupVersionKind]*informerEntry{}}
+	e := c.inUse[key]
+	if e != nil && e.cluster == run.Cluster {
+		if tenant != "" && !key.IsLocal() && time.Since(e.readers[tenant]) > ReaderRecheck {
+			if err := c.tenants.mayRead(ctx, tenant, key); err != nil {
+				return nil, nil, err // the cluster stays for the pipelines that may read it
+			}
+			e.readers[tenant] = time.Now()
+		}
+		return e, run.Problem, nil
+	}
+	if e != nil {
+		c.forget(e) // rebuilt: its informers went with the old cluster
+	}
+	// Built now, from the Secret read as tenant.
+	e = &clusterEntry{key: key, cluster: run.Cluster, ctx: run.Ctx, readers: map[string]time.Time{}, informers: map[schema.GroupVersionKind]*informerEntry{}}
 	if tenant != "" && !key.IsLocal() {
 		e.readers[tenant] = time.Now()
 	}
-	c.clusters[key] = e
-	go c.watchHealth(clusterCtx, e)
-	log := ctrl.LoggerFrom(ctx).WithValues("cluster", key.String())
-	log.Info("watching cluster")
-	return e, nil
+	c.inUse[key] = e
+	return e, run.Problem, nil
 }
 
 // startInformer adds the shared informer of gvk on e's cluster, and routes its events
@@ -412,7 +370,7 @@ func (c *Clusters) collect(ctx context.Context) {
 	for k := range used {
 		usedClusters[k.cluster] = true
 	}
-	for key, e := range c.clusters {
+	for key, e := range c.inUse {
 		if !usedClusters[key] {
 			c.stopCluster(ctx, e)
 			continue
@@ -434,46 +392,30 @@ func (c *Clusters) collect(ctx context.Context) {
 	}
 }
 
-// stopCluster stops e and forgets it; c.mu is held.
+// stopCluster stops e's cluster and forgets it; c.mu is held.
 func (c *Clusters) stopCluster(ctx context.Context, e *clusterEntry) {
-	e.stop()
-	delete(c.clusters, e.key)
-	c.backoff.Forget(e.key)
-	ctrl.LoggerFrom(ctx).Info("stopped watching cluster", "cluster", e.key.String())
+	c.forget(e)
+	c.clusters.Stop(ctx, e.key)
 }
 
-func (e *clusterEntry) stop() {
-	if e.cancel != nil {
-		e.cancel()
+// forget drops e, whose informers stop with its cluster; c.mu is held.
+func (c *Clusters) forget(e *clusterEntry) {
+	for _, i := range e.informers {
+		i.stopWaiting()
 	}
+	delete(c.inUse, e.key)
 }
 
-// watchHealth probes e's cluster (its /version) until ctx ends (see clusters.WatchHealth). Each
-// change of reachability enqueues the cluster's pipelines. (An informer retries a refused
-// connection by itself without a word, so only a probe tells an unreachable cluster.)
-func (c *Clusters) watchHealth(ctx context.Context, e *clusterEntry) {
-	var users []types.NamespacedName
-	set := func(err error) bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		was := e.problem
-		if err != nil {
-			e.problem = "unreachable: " + err.Error()
-		} else {
-			e.problem = ""
-		}
-		if (was == "") == (e.problem == "") {
-			return false
-		}
-		users = c.usersOf(e.key, schema.GroupVersionKind{})
-		return true
+// reachabilityChanged enqueues the pipelines of a cluster whose reachability changed (or
+// that first answered). (An informer retries a refused connection by itself without a word,
+// so only the Manager's probe tells an unreachable cluster.)
+func (c *Clusters) reachabilityChanged(key ClusterKey) {
+	c.mu.Lock()
+	users := c.usersOf(key, schema.GroupVersionKind{})
+	c.mu.Unlock()
+	for _, p := range users {
+		c.enqueue(p)
 	}
-	enqueue := func() {
-		for _, p := range users {
-			c.enqueue(p)
-		}
-	}
-	clusters.WatchHealth(ctx, clusters.Health{Key: e.key, Config: e.config, Probe: c.probe, Backoff: c.backoff, Interval: c.HealthInterval}, set, enqueue)
 }
 
 // usersOf lists the pipelines with an app on the cluster, of kind gvk unless it is zero;
@@ -499,8 +441,8 @@ type Stats struct {
 func (c *Clusters) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := Stats{Clusters: len(c.clusters)}
-	for _, e := range c.clusters {
+	s := Stats{Clusters: len(c.inUse)}
+	for _, e := range c.inUse {
 		s.Informers += len(e.informers)
 	}
 	return s
