@@ -46,6 +46,13 @@ func TestForeignChanges(t *testing.T) {
 		}, nil},
 		{"Jira sets the verdict", WriterJira, func(s *ReleasePayloadStatus) { s.Conditions[0].Status = metav1.ConditionFalse },
 			[]string{"condition " + ConditionPayloadAccepted}},
+		{"the payload controller sets kstatus's conditions", WriterPayload, func(s *ReleasePayloadStatus) {
+			s.Conditions = append(s.Conditions, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue},
+				metav1.Condition{Type: ConditionStalled, Status: metav1.ConditionTrue}, metav1.Condition{Type: ConditionReconciling, Status: metav1.ConditionTrue})
+		}, nil},
+		{"the audit marks the payload Ready", WriterAudit, func(s *ReleasePayloadStatus) {
+			s.Conditions = append(s.Conditions, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue})
+		}, []string{"condition " + ConditionReady}},
 		{"a condition no writer owns is left to its owner", WriterPayload, func(s *ReleasePayloadStatus) { s.Conditions[2].Status = metav1.ConditionFalse }, nil},
 	}
 	for _, tc := range tests {
