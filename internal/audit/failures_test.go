@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -31,14 +30,8 @@ import (
 	"github.com/release-controller/release-controller/internal/audit"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/registryclient"
+	"github.com/release-controller/release-controller/internal/testenv"
 )
-
-// cacheClient is the manager's cache-backed client as the interceptor takes it.
-type cacheClient struct{ client.Client }
-
-func (cacheClient) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
-	return nil, errors.New("not watched through this client")
-}
 
 // refusing is a registry transport that refuses every request while down is set.
 type refusing struct{ down *atomic.Bool }
@@ -93,7 +86,7 @@ func TestFailurePoints(t *testing.T) {
 		Registry: registryclient.New(remote.WithTransport(refusing{&registryDown})),
 		Events:   recorder,
 	}
-	r.Client = interceptor.NewClient(cacheClient{mgr.GetClient()}, interceptor.Funcs{
+	r.Client = testenv.FailingClient(mgr.GetClient(), interceptor.Funcs{
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			if failPatch.Load() {
 				return errors.New("etcd is full")
@@ -130,15 +123,7 @@ func TestFailurePoints(t *testing.T) {
 		}).WithTimeout(waitTimeout).Should(Succeed())
 		return r.Reconcile(ctx, ctrl.Request{NamespacedName: key})
 	}
-	warnings := func() []string {
-		var out []string
-		for len(recorder.Events) > 0 {
-			if e := <-recorder.Events; strings.HasPrefix(e, "Warning ") {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
+	warnings := func() []string { return testenv.Warnings(recorder) }
 	// failed checks a pass that failed at step: the error, the conditions (each of conds
 	// False with reason, naming the step; none when the status write failed) and the Event.
 	failed := func(t *testing.T, reason, step string, conds ...string) {

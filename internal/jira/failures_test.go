@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +24,7 @@ import (
 	"github.com/release-controller/release-controller/internal/jira"
 	"github.com/release-controller/release-controller/internal/jira/jiratest"
 	"github.com/release-controller/release-controller/internal/manager"
+	"github.com/release-controller/release-controller/internal/testenv"
 )
 
 // failingChangeLogs fails every changelog while fail is set.
@@ -38,13 +38,6 @@ func (f failingChangeLogs) ChangeLog(ctx context.Context, from, to *v1alpha1.Rel
 		return nil, errors.New("the git server is down")
 	}
 	return f.PayloadChangeLogs.ChangeLog(ctx, from, to)
-}
-
-// cacheClient is the manager's cache-backed client as the interceptor takes it.
-type cacheClient struct{ client.Client }
-
-func (cacheClient) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
-	return nil, errors.New("not watched through this client")
 }
 
 // TestFailurePoints makes each step of the Jira reconciler fail in turn, against the API
@@ -74,7 +67,7 @@ func TestFailurePoints(t *testing.T) {
 	r.ChangeLogs = failingChangeLogs{r.ChangeLogs, &failChangeLog}
 	recorder := events.NewFakeRecorder(100)
 	r.Events = recorder
-	r.Client = interceptor.NewClient(cacheClient{mgr.GetClient()}, interceptor.Funcs{
+	r.Client = testenv.FailingClient(mgr.GetClient(), interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := list.(*v1alpha1.ReleasePayloadList); ok && failList.Load() {
 				return errors.New("the cache is gone")
@@ -167,12 +160,7 @@ func TestFailurePoints(t *testing.T) {
 			case c == nil || c.Status != metav1.ConditionFalse || c.Reason != s.reason || !strings.Contains(c.Message, s.step):
 				t.Errorf("PayloadIssuesVerified %+v, want False %s saying %q", c, s.reason, s.step)
 			}
-			var warnings []string
-			for len(recorder.Events) > 0 {
-				if e := <-recorder.Events; strings.HasPrefix(e, "Warning ") {
-					warnings = append(warnings, e)
-				}
-			}
+			warnings := testenv.Warnings(recorder)
 			if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "Warning "+s.reason+" ") || !strings.Contains(warnings[0], s.step) {
 				t.Errorf("Warning Events %q, want one %s saying %q", warnings, s.reason, s.step)
 			}

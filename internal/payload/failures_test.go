@@ -15,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,13 +27,6 @@ import (
 	"github.com/release-controller/release-controller/internal/payload"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
-
-// cacheClient is the manager's cache-backed client as the interceptor takes it.
-type cacheClient struct{ client.Client }
-
-func (cacheClient) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
-	return nil, errors.New("not watched through this client")
-}
 
 // TestFailurePoints makes each step of the payload reconciler fail in turn against an API
 // server (a client that fails one call, a verification naming a cluster this controller
@@ -75,7 +67,7 @@ func TestFailurePoints(t *testing.T) {
 	var failPods, failStatus atomic.Bool
 	recorder := events.NewFakeRecorder(100)
 	r := &payload.Reconciler{Events: recorder, Jobs: jobs}
-	r.Client = interceptor.NewClient(cacheClient{mgr.GetClient()}, interceptor.Funcs{
+	r.Client = testenv.FailingClient(mgr.GetClient(), interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := list.(*corev1.PodList); ok && failPods.Load() {
 				return errors.New("the cache is gone")
@@ -120,15 +112,7 @@ func TestFailurePoints(t *testing.T) {
 			g.Expect(records).To(HaveLen(1))
 		}).WithTimeout(waitTimeout).Should(Succeed())
 	}
-	warnings := func() []string {
-		var out []string
-		for len(recorder.Events) > 0 {
-			if e := <-recorder.Events; strings.HasPrefix(e, "Warning ") {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
+	warnings := func() []string { return testenv.Warnings(recorder) }
 
 	// The first reconcile records the creation job: Pending, Reconciling while it builds.
 	cached(building)

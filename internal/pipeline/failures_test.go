@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,15 +27,9 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/pipeline"
+	"github.com/release-controller/release-controller/internal/testenv"
 	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
-
-// cacheClient is the manager's cache-backed client as the interceptor takes it.
-type cacheClient struct{ client.Client }
-
-func (cacheClient) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
-	return nil, errors.New("not watched through this client")
-}
 
 // TestFailurePoints makes each step of the pipeline reconciler fail in turn, against the API
 // server (a client that fails one call, a missing Secret), and checks the one failure path:
@@ -84,7 +77,7 @@ func TestFailurePoints(t *testing.T) {
 	var failApp, failReview, failStream, failStatus atomic.Bool
 	recorder := events.NewFakeRecorder(100)
 	r := &pipeline.Reconciler{Events: recorder, DefaultServiceAccount: "default", AccessTTL: time.Millisecond}
-	r.Client = interceptor.NewClient(cacheClient{mgr.GetClient()}, interceptor.Funcs{
+	r.Client = testenv.FailingClient(mgr.GetClient(), interceptor.Funcs{
 		Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 			if _, ok := obj.(*v1alpha1.ReleaseStream); ok && failStream.Load() {
 				return errors.New("the cache is gone")
@@ -141,15 +134,7 @@ func TestFailurePoints(t *testing.T) {
 		}
 		return &p
 	}
-	warnings := func() []string {
-		var out []string
-		for len(recorder.Events) > 0 {
-			if e := <-recorder.Events; strings.HasPrefix(e, "Warning ") {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
+	warnings := func() []string { return testenv.Warnings(recorder) }
 
 	// Until the clusters manager runs and the target's informer has synced, dev is not
 	// observed: reconcile until it is.

@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -31,13 +30,6 @@ import (
 	"github.com/release-controller/release-controller/internal/stream"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
-
-// cacheClient is the manager's cache-backed client as the interceptor takes it.
-type cacheClient struct{ client.Client }
-
-func (cacheClient) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
-	return nil, errors.New("not watched through this client")
-}
 
 // TestFailurePoints makes steps of the stream reconciler fail in turn against an API server
 // (a client that fails one call, a source stream that is not found) and checks the one
@@ -86,7 +78,7 @@ func TestFailurePoints(t *testing.T) {
 	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC))
 	r := &stream.Reconciler{Events: recorder, Jobs: jobs, Clock: clock, ImportInterval: time.Second, Registry: registryclient.New(),
 		BuildImage: "release-controller:test"}
-	r.Client = interceptor.NewClient(cacheClient{mgr.GetClient()}, interceptor.Funcs{
+	r.Client = testenv.FailingClient(mgr.GetClient(), interceptor.Funcs{
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
 			if _, ok := list.(*v1alpha1.ReleasePayloadList); ok && failList.Load() {
 				return errors.New("the cache is gone")
@@ -154,15 +146,7 @@ func TestFailurePoints(t *testing.T) {
 		}
 		return &s
 	}
-	warnings := func() []string {
-		var out []string
-		for len(recorder.Events) > 0 {
-			if e := <-recorder.Events; strings.HasPrefix(e, "Warning ") {
-				out = append(out, e)
-			}
-		}
-		return out
-	}
+	warnings := func() []string { return testenv.Warnings(recorder) }
 	pass := func() error {
 		t.Helper()
 		cached()

@@ -151,12 +151,7 @@ func TestFailurePoints(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), s.step) || errors.Is(err, reconcile.TerminalError(nil)) {
 				t.Errorf("Reconcile returned %v, want an error to retry saying %q", err, s.step)
 			}
-			var warnings []string
-			for len(recorder.Events) > 0 {
-				if e := <-recorder.Events; strings.HasPrefix(e, "Warning ") {
-					warnings = append(warnings, e)
-				}
-			}
+			warnings := testenv.Warnings(recorder)
 			if len(warnings) != 1 || !strings.HasPrefix(warnings[0], "Warning "+s.reason+" ") || !strings.Contains(warnings[0], s.step) {
 				t.Errorf("Warning Events %q, want one %s saying %q", warnings, s.reason, s.step)
 			}
