@@ -14,7 +14,7 @@ const childEnv = "CHILDPROC_TEST_CHILD"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {
-		os.Stdout.WriteString("running\n")
+		_, _ = os.Stdout.WriteString("running\n")
 		time.Sleep(time.Hour)
 		os.Exit(0)
 	}

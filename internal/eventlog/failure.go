@@ -71,10 +71,10 @@ func Failures(err error) []*Failure {
 	if err == nil {
 		return nil
 	}
-	var f *Failure
-	if errors.As(err, &f) && f == err {
+	if f, ok := err.(*Failure); ok { //nolint:errorlint // the error itself, not one it wraps: that case is below
 		return []*Failure{f}
 	}
+	var f *Failure
 	if joined, ok := err.(interface{ Unwrap() []error }); ok {
 		var out []*Failure
 		for _, e := range joined.Unwrap() {

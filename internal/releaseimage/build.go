@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"k8s.io/utils/clock"
 	"maps"
 	"net"
 	"net/http"
@@ -26,6 +25,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"golang.org/x/sync/errgroup"
+	"k8s.io/utils/clock"
 )
 
 // fetchConcurrency bounds how many component images are read at once.

@@ -33,19 +33,19 @@ import (
 // The streams upgrading from this one read only its accepted payloads' images: they are
 // enqueued when the payload becomes accepted or no longer is, or an accepted payload's image
 // changes. A payload's creation and deletion concern both (handled by payloadEvents).
-func PayloadChange(old, new *v1alpha1.ReleasePayload) (own, dependents bool) {
-	wasAccepted, accepted := verdict.Accepted(old), verdict.Accepted(new)
-	dependents = wasAccepted != accepted || (accepted && old.Status.PayloadImage != new.Status.PayloadImage)
+func PayloadChange(old, cur *v1alpha1.ReleasePayload) (own, dependents bool) {
+	wasAccepted, accepted := verdict.Accepted(old), verdict.Accepted(cur)
+	dependents = wasAccepted != accepted || (accepted && old.Status.PayloadImage != cur.Status.PayloadImage)
 	own = dependents ||
-		verdict.Of(old) != verdict.Of(new) ||
-		old.Status.ReleaseCreationJobResult.Name != new.Status.ReleaseCreationJobResult.Name ||
-		old.Status.ReleaseCreationJobResult.Status != new.Status.ReleaseCreationJobResult.Status ||
-		old.Status.PayloadImage != new.Status.PayloadImage ||
-		!equality.Semantic.DeepEqual(old.Status.PlatformImages, new.Status.PlatformImages) ||
-		!equality.Semantic.DeepEqual(runsOf(old), runsOf(new)) ||
-		!equality.Semantic.DeepEqual(old.Annotations, new.Annotations) ||
-		old.Generation != new.Generation ||
-		(old.DeletionTimestamp == nil) != (new.DeletionTimestamp == nil)
+		verdict.Of(old) != verdict.Of(cur) ||
+		old.Status.ReleaseCreationJobResult.Name != cur.Status.ReleaseCreationJobResult.Name ||
+		old.Status.ReleaseCreationJobResult.Status != cur.Status.ReleaseCreationJobResult.Status ||
+		old.Status.PayloadImage != cur.Status.PayloadImage ||
+		!equality.Semantic.DeepEqual(old.Status.PlatformImages, cur.Status.PlatformImages) ||
+		!equality.Semantic.DeepEqual(runsOf(old), runsOf(cur)) ||
+		!equality.Semantic.DeepEqual(old.Annotations, cur.Annotations) ||
+		old.Generation != cur.Generation ||
+		(old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil)
 	return own, dependents
 }
 

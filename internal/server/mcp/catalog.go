@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"k8s.io/utils/clock"
 	"strings"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
