@@ -218,11 +218,6 @@ type ComponentStatus struct {
 	// Failures counts the failed resolutions since the last success; retries back off with it.
 	// +optional
 	Failures int32 `json:"failures,omitempty"`
-	// LastAttempt is when the component was last resolved, whatever the outcome: a controller
-	// that restarts, or a replica that becomes leader, resumes the import interval and the
-	// backoff from it instead of resolving every component at once.
-	// +optional
-	LastAttempt *metav1.Time `json:"lastAttempt,omitempty"`
 }
 
 // PayloadCounts counts a stream's payloads by phase.

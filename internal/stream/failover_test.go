@@ -17,7 +17,7 @@ import (
 )
 
 // TestFailoverKeepsImportTimes: a replica that becomes leader resumes the import schedule of
-// the one before it (status.components[].lastAttempt), neither resolving the components again
+// the one before it (rebuilt from status.components[].lastChanged), neither resolving the components again
 // at once nor losing what was found. Two managers with leader election run in turn against an
 // API server of the test's own (the suite's manager, without leader election, would reconcile
 // the stream too). The import interval is an hour, so any import by the second leader is an
@@ -76,7 +76,7 @@ func TestFailoverKeepsImportTimes(t *testing.T) {
 		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 		g.Expect(got.Status.Components).To(HaveLen(1))
 		g.Expect(got.Status.Components[0].Image).To(Equal(first))
-		g.Expect(got.Status.Components[0].LastAttempt).NotTo(BeNil())
+		g.Expect(got.Status.Components[0].LastChanged).NotTo(BeNil())
 		g.Expect(payloadNames(g)).To(HaveLen(1))
 	}).WithTimeout(waitTimeout).Should(Succeed())
 	stopFirst()
@@ -106,6 +106,6 @@ func TestFailoverKeepsImportTimes(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(after).To(HaveLen(1))
 	g.Expect(after[0].Image).To(Equal(first), "the new leader resolved the component again before its interval")
-	g.Expect(after[0].LastAttempt.Equal(imported.LastAttempt)).To(BeTrue(), "lastAttempt moved from %s to %s", imported.LastAttempt, after[0].LastAttempt)
+	g.Expect(after[0].LastChanged.Equal(imported.LastChanged)).To(BeTrue(), "lastChanged moved from %s to %s", imported.LastChanged, after[0].LastChanged)
 	g.Expect(payloadNames(g)).To(Equal(created), "the new leader created a payload")
 }

@@ -11,11 +11,11 @@ import (
 )
 
 // Imports run every ImportInterval per component (or its backoff, while it fails). The time
-// of each attempt is kept in the component's status (lastAttempt), so that a controller that
-// restarts, or a replica that becomes leader, resumes the schedule instead of resolving every
-// component at once: the cost is one small status patch per stream per import. The time is
-// also kept in memory, exact and ahead of the cache (which may not show the last patch yet);
-// the later of the two counts (LastAttempt).
+// of each attempt is kept in memory only: writing it to the status would cost a status write
+// per stream per import, for nothing a user reads. A controller that restarts, or a replica
+// that becomes leader, rebuilds the schedule from the status instead (LastAttempt): imports
+// run on a grid from the last change of the component's outcome (lastChanged), so it resumes
+// the previous leader's schedule rather than resolving every component at once.
 
 // ImportDue says whether a component is resolved now and, when it is not, how long until it
 // is. lastAttempt is zero when this process has not resolved it yet; specChanged is set when
@@ -34,14 +34,23 @@ func ImportDue(st v1alpha1.ComponentStatus, lastAttempt time.Time, specChanged b
 	return true, 0
 }
 
-// LastAttempt is when the component was last resolved: the later of what this process
-// remembers (zero when it has not resolved it) and what the status says (the previous
-// leader's attempt, to the second).
-func LastAttempt(st v1alpha1.ComponentStatus, remembered time.Time) time.Time {
-	if st.LastAttempt != nil && st.LastAttempt.After(remembered) {
-		return st.LastAttempt.Time
+// LastAttempt is when the component was last resolved: what this process remembers, or,
+// when it has not resolved it yet (a restart, a new leader), the latest point not after now of
+// the grid that starts at the last change of its outcome (lastChanged) and steps by the
+// interval, or by the backoff while it fails; zero when the status has no lastChanged.
+func LastAttempt(st v1alpha1.ComponentStatus, remembered, now time.Time, interval time.Duration) time.Time {
+	if !remembered.IsZero() || st.LastChanged == nil {
+		return remembered
 	}
-	return remembered
+	every := interval
+	if st.Error != "" {
+		every = ImportBackoff(st.Failures)
+	}
+	since := now.Sub(st.LastChanged.Time)
+	if since <= 0 || every <= 0 {
+		return st.LastChanged.Time
+	}
+	return st.LastChanged.Add(since / every * every)
 }
 
 // SpecChanged says whether the stream's spec changed since its components were last
@@ -56,11 +65,10 @@ func SpecChanged(stream *v1alpha1.ReleaseStream, importedGeneration int64) bool 
 }
 
 // ImportResult is a component's status after it was resolved to digestRef, or failed with
-// resolveErr, at now (lastAttempt). LastChanged moves only when the outcome does: a new
-// digest, an error that begins, changes or ends.
+// resolveErr, at now. LastChanged moves only when the outcome does: a new digest, an error
+// that begins, changes or ends.
 func ImportResult(prev v1alpha1.ComponentStatus, digestRef string, resolveErr error, now time.Time) v1alpha1.ComponentStatus {
 	next := prev
-	next.LastAttempt = &metav1.Time{Time: now}
 	if resolveErr != nil {
 		next.Error, next.Failures = resolveErr.Error(), prev.Failures+1
 	} else {

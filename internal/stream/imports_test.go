@@ -54,7 +54,7 @@ func TestImportResult(t *testing.T) {
 		want   v1alpha1.ComponentStatus
 	}{
 		{
-			name:   "same digest: only the attempt is recorded",
+			name:   "same digest: nothing changes",
 			prev:   v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: &before},
 			digest: "r/api@sha256:1",
 			want:   v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: &before},
@@ -92,7 +92,6 @@ func TestImportResult(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.want.LastAttempt = changed // every attempt is recorded, whatever its outcome
 			if diff := cmp.Diff(tt.want, ImportResult(tt.prev, tt.digest, tt.err, now)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -100,30 +99,34 @@ func TestImportResult(t *testing.T) {
 	}
 }
 
-// TestLastAttempt: the later of the remembered attempt and the status's, so that a new leader
-// resumes the previous one's schedule and a process ahead of its cache keeps its own.
+// TestLastAttempt: what this process remembers, else rebuilt from the status's lastChanged on
+// the grid of intervals (or backoffs), so that a new leader resumes the previous one's schedule.
 func TestLastAttempt(t *testing.T) {
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	recorded := v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastAttempt: &metav1.Time{Time: now.Add(-40 * time.Second)}}
+	ago := func(d time.Duration) *metav1.Time { return &metav1.Time{Time: now.Add(-d)} }
+	resolved := v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: ago(3*time.Minute + 40*time.Second)}
+	failing := v1alpha1.ComponentStatus{Name: "api", Error: "not found", Failures: 1, LastChanged: ago(27 * time.Second)}
 	tests := []struct {
 		name       string
 		st         v1alpha1.ComponentStatus
 		remembered time.Time
 		want       time.Time
 	}{
-		{"a new leader: the status's", recorded, time.Time{}, now.Add(-40 * time.Second)},
-		{"this process resolved it since (the cache is behind)", recorded, now.Add(-time.Second), now.Add(-time.Second)},
-		{"a status written before lastAttempt existed", v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1"}, time.Time{}, time.Time{}},
+		{"this process resolved it", resolved, now.Add(-time.Second), now.Add(-time.Second)},
+		{"a new leader: the last minute of the grid from lastChanged", resolved, time.Time{}, now.Add(-40 * time.Second)},
+		{"a new leader, failing: the grid of the 5s backoff", failing, time.Time{}, now.Add(-2 * time.Second)},
+		{"changed this very moment", v1alpha1.ComponentStatus{Name: "api", Image: "r/api@sha256:1", LastChanged: ago(0)}, time.Time{}, now},
+		{"never resolved", v1alpha1.ComponentStatus{Name: "api"}, time.Time{}, time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := LastAttempt(tt.st, tt.remembered); !got.Equal(tt.want) {
+			if got := LastAttempt(tt.st, tt.remembered, now, time.Minute); !got.Equal(tt.want) {
 				t.Errorf("LastAttempt = %s, want %s", got, tt.want)
 			}
 		})
 	}
 	// A new leader 40s into a one-minute interval waits the remaining 20s: neither early nor late.
-	if due, wait := ImportDue(recorded, LastAttempt(recorded, time.Time{}), false, now, time.Minute); due || wait != 20*time.Second {
+	if due, wait := ImportDue(resolved, LastAttempt(resolved, time.Time{}, now, time.Minute), false, now, time.Minute); due || wait != 20*time.Second {
 		t.Errorf("a new leader: due %v, wait %s; want 20s", due, wait)
 	}
 }

@@ -35,7 +35,7 @@ func (s *streamSync) importComponents(ctx context.Context) (pinned []v1alpha1.Pi
 	for _, c := range s.stream.Spec.Components {
 		st := previous[c.Name]
 		st.Name = c.Name
-		due, wait := ImportDue(st, LastAttempt(st, s.r.imports.get(key, c.Name)), specChanged, s.now, interval)
+		due, wait := ImportDue(st, LastAttempt(st, s.r.imports.get(key, c.Name), s.now, interval), specChanged, s.now, interval)
 		if due {
 			digestRef, err := s.r.Registry.Resolve(ctx, c.Image)
 			if err == nil && len(s.stream.Spec.Platforms) > 0 {
