@@ -50,7 +50,7 @@ func LastAttempt(st v1alpha1.ComponentStatus, remembered, now time.Time, interva
 	if since <= 0 || every <= 0 {
 		return st.LastChanged.Time
 	}
-	return st.LastChanged.Add(since / every * every)
+	return st.LastChanged.Add(since - since%every)
 }
 
 // SpecChanged says whether the stream's spec changed since its components were last
