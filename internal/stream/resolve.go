@@ -35,7 +35,16 @@ func (s *streamSync) importComponents(ctx context.Context) (pinned []v1alpha1.Pi
 	for _, c := range s.stream.Spec.Components {
 		st := previous[c.Name]
 		st.Name = c.Name
-		due, wait := ImportDue(st, LastAttempt(st, s.r.imports.get(key, c.Name), s.now, interval), specChanged, s.now, interval)
+		last := s.r.imports.get(key, c.Name)
+		if last.IsZero() {
+			// A restart or a new leader: the schedule is rebuilt from the status once and
+			// remembered; rebuilt on every pass, it would place the last import just before
+			// each pass and postpone the next one for ever.
+			if last = LastAttempt(st, last, s.now, interval); !last.IsZero() {
+				s.r.imports.set(key, c.Name, last)
+			}
+		}
+		due, wait := ImportDue(st, last, specChanged, s.now, interval)
 		if due {
 			digestRef, err := s.r.Registry.Resolve(ctx, c.Image)
 			if err == nil && len(s.stream.Spec.Platforms) > 0 {
