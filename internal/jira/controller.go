@@ -72,6 +72,10 @@ const (
 // again; the issues are not touched twice (plan reads Jira's state first).
 const conflictRetry = 100 * time.Millisecond
 
+// conflictRewrites is how many times a pass writes what it found onto a newer payload before
+// it leaves the payload to the next pass.
+const conflictRewrites = 3
+
 // PayloadPageURL returns a PayloadURL linking to the payload's page on the server at base
 // (e.g. https://release.example.com): /namespaces/{namespace}/releasestream/{stream}/release/{tag}.
 func PayloadPageURL(base string) func(*v1alpha1.ReleasePayload) string {
@@ -140,7 +144,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		var writeErr error
 		if cond != nil {
 			var conflict bool
-			if conflict, writeErr = r.writeCondition(ctx, &p, *cond); conflict {
+			conflict, writeErr = r.writeCondition(ctx, &p, *cond)
+			for rewrites := 0; conflict && rewrites < conflictRewrites; rewrites++ {
+				// Another writer (the payload controller's Ready, say) wrote the payload after
+				// the cache's version. This pass may have moved issues already: what it found is
+				// written onto the newer payload, read from the API server, rather than judged
+				// again, which would find them VERIFIED and forget that this pass moved them.
+				if getErr := r.APIReader.Get(ctx, req.NamespacedName, &p); getErr != nil {
+					conflict, writeErr = false, eventlog.Step(v1alpha1.ReasonReconcileFailed, "WriteStatus", "reading the payload again", client.IgnoreNotFound(getErr))
+					break
+				}
+				conflict, writeErr = r.writeCondition(ctx, &p, *cond)
+			}
+			if conflict {
 				// The cache was behind: the pass runs again shortly on the newer payload,
 				// and reports what it finds then (Plan reads Jira's state first).
 				result, err = ctrl.Result{RequeueAfter: conflictRetry}, nil
