@@ -52,6 +52,11 @@ const (
 	// AnnotationAborted, set by the stream controller on a payload that was superseded before
 	// its image was built, says why; such a payload fails instead of being built.
 	AnnotationAborted = "release-controller.dev/aborted"
+	// AnnotationTombstone withdraws a payload from the update service, its value saying why
+	// (set by a release engineer: kubectl annotate or `release-controller risk tombstone`). The
+	// payload keeps its node in the channels it is in, so clusters on it still find it, but
+	// no upgrade leads into it and no feeder promotes it further.
+	AnnotationTombstone = "release-controller.dev/tombstone"
 	// AnnotationUpgradeSkipped lists (comma-separated) the upgrade verifications that had no
 	// earlier accepted payload to start from when the payload was verified.
 	AnnotationUpgradeSkipped = "release-controller.dev/upgrade-skipped"

@@ -163,10 +163,84 @@ type ReleaseStreamSpec struct {
 	// +optional
 	Jira *JiraConfig `json:"jira,omitempty"`
 
+	// UpdateService says how /graph serves the stream's payloads to clusters: the channels it
+	// declares and whether the controller declares the risks it sees itself.
+	// +optional
+	UpdateService *UpdateService `json:"updateService,omitempty"`
+
 	// Suspend stops the stream: while true nothing is imported, created, built, verified,
 	// published or collected; payloads already running keep their status up to date.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+}
+
+// UpdateService is how the update service (/graph) serves a stream.
+// +kubebuilder:validation:XValidation:rule="!has(self.channels) || self.channels.all(c, !has(c.feeders) || c.feeders.all(f, f.from != c.name && self.channels.exists(o, o.name == f.from)))",message="a feeder's from must name another channel of the stream"
+type UpdateService struct {
+	// Channels are the stream's update channels (/graph?channel=NAME). Empty: OSRC's channel
+	// names (stable, prerelease, nightly, …) keep their meaning for the stream.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Channels []UpdateChannel `json:"channels,omitempty"`
+
+	// DetectRisks lets the update service declare the risks it sees itself: an upgrade whose
+	// test failed in some runs and passed in others, and an informing verification that failed
+	// on the target. Each is served as a conditional edge (type Always) naming the runs.
+	// +optional
+	DetectRisks bool `json:"detectRisks,omitempty"`
+}
+
+// UpdateChannel is one update channel: the payloads that join it directly, and the
+// channels that feed it after a delay.
+// +kubebuilder:validation:XValidation:rule="has(self.versions) || (has(self.feeders) && size(self.feeders) > 0)",message="a channel takes payloads by versions, by feeders, or both"
+type UpdateChannel struct {
+	// Name is the channel's name in /graph?channel=.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// Versions is an anchored regular expression (^…$) of the versions that join the channel
+	// directly once in one of Phases. Empty: only feeders fill the channel.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('^') && self.endsWith('$') && ''.matches(self) == ''.matches(self)",message="versions must be an anchored regular expression (^…$) that compiles"
+	// +optional
+	Versions string `json:"versions,omitempty"`
+
+	// Phases are the phases a payload joins the channel directly in. Default: Accepted.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=5
+	// +optional
+	Phases []PayloadPhase `json:"phases,omitempty"`
+
+	// Feeders promote payloads into this channel from others.
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Feeders []ChannelFeeder `json:"feeders,omitempty"`
+}
+
+// ChannelFeeder promotes a payload from one channel into another once it has been in the
+// first for Delay, matches Filter, is not tombstoned and no risk that applies to every cluster
+// leads into it.
+type ChannelFeeder struct {
+	// From names the channel (of the same stream) payloads come from.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	From string `json:"from"`
+
+	// Delay is how long a payload soaks in From before it joins, e.g. 48h.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="delay must be a non-negative duration, e.g. 48h"
+	// +optional
+	Delay metav1.Duration `json:"delay,omitempty"`
+
+	// Filter is an anchored regular expression (^…$) of the versions the feeder promotes;
+	// empty: every version.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('^') && self.endsWith('$') && ''.matches(self) == ''.matches(self)",message="filter must be an anchored regular expression (^…$) that compiles"
+	// +optional
+	Filter string `json:"filter,omitempty"`
 }
 
 // JiraConfig says which Jira issues an accepted payload verifies, and how to reach Jira.
