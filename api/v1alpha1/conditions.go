@@ -16,6 +16,10 @@ const (
 	// ConditionPayloadIssuesVerified is True when the Jira issues of the payload's changelog
 	// were moved to the stream's target status; False says which could not be.
 	ConditionPayloadIssuesVerified = "PayloadIssuesVerified"
+	// ConditionPayloadTombstoned is True while the payload carries the tombstone annotation
+	// (the message is its reason); its transition is when the update service stopped
+	// promoting it and offering it as a target.
+	ConditionPayloadTombstoned = "PayloadTombstoned"
 )
 
 // Condition reasons of a ReleasePayload.
@@ -55,6 +59,9 @@ const (
 	ReasonNoSigningKey = "NoSigningKey"
 	// ReasonSignatureStoreError: the signature store could not be written; it is retried.
 	ReasonSignatureStoreError = "SignatureStoreError"
+
+	// PayloadTombstoned
+	ReasonTombstoned = "Tombstoned"
 
 	// PayloadIssuesVerified
 	ReasonIssuesVerified       = "IssuesVerified"

@@ -126,6 +126,9 @@ type Catalog struct {
 	// pipelines are kept as the informer holds them (pipelines.go).
 	pipelines        map[types.NamespacedName]*v1alpha1.Pipeline
 	pipelinesChanged chan struct{}
+	// risks are the UpgradeRisks (risks.go); risksList is their sorted list, built on demand.
+	risks     map[types.NamespacedName]*v1alpha1.UpgradeRisk
+	risksList []*v1alpha1.UpgradeRisk
 }
 
 // builder is the mutable state behind one stream's snapshot.
@@ -145,6 +148,8 @@ func New() *Catalog {
 
 		pipelines:        map[types.NamespacedName]*v1alpha1.Pipeline{},
 		pipelinesChanged: make(chan struct{}),
+
+		risks: map[types.NamespacedName]*v1alpha1.UpgradeRisk{},
 	}
 }
 
@@ -152,8 +157,8 @@ func New() *Catalog {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch
 
 // Watch feeds the catalog from the cache's informers of streams, payloads, the streams'
-// upgrade-graph ConfigMaps (the manager caches only ConfigMaps labelled with a stream) and
-// pipelines. Until ctx ends, the catalog's gauges are on /metrics (metrics.go).
+// upgrade-graph ConfigMaps (the manager caches only ConfigMaps labelled with a stream),
+// pipelines and UpgradeRisks. Until ctx ends, the catalog's gauges are on /metrics (metrics.go).
 func (c *Catalog) Watch(ctx context.Context, informers cache.Informers) error {
 	watches := []struct {
 		obj     client.Object
@@ -163,6 +168,7 @@ func (c *Catalog) Watch(ctx context.Context, informers cache.Informers) error {
 		{&v1alpha1.ReleasePayload{}, handler(c.SetPayload, c.DeletePayload)},
 		{&corev1.ConfigMap{}, handler(c.SetGraph, c.DeleteGraph)},
 		{&v1alpha1.Pipeline{}, handler(c.SetPipeline, c.DeletePipeline)},
+		{&v1alpha1.UpgradeRisk{}, handler(c.SetRisk, c.DeleteRisk)},
 	}
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)
