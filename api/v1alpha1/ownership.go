@@ -20,8 +20,8 @@ type PayloadStatusWriter string
 
 const (
 	// WriterPayload, the payload controller: phase, the conditions PayloadCreated,
-	// PayloadFailed, PayloadAccepted, PayloadRejected and ClusterUnreachable, the creation job's
-	// result and the verifications.
+	// PayloadFailed, PayloadAccepted, PayloadRejected, ClusterUnreachable and PayloadTombstoned,
+	// the creation job's result and the verifications.
 	WriterPayload PayloadStatusWriter = "payload"
 	// WriterStream, the stream controller: payloadImage and platformImages, once the creation
 	// job built the image.
@@ -39,6 +39,7 @@ var PayloadConditionWriter = map[string]PayloadStatusWriter{
 	ConditionPayloadAccepted:       WriterPayload,
 	ConditionPayloadRejected:       WriterPayload,
 	ConditionClusterUnreachable:    WriterPayload,
+	ConditionPayloadTombstoned:     WriterPayload,
 	ConditionReady:                 WriterPayload,
 	ConditionReconciling:           WriterPayload,
 	ConditionStalled:               WriterPayload,

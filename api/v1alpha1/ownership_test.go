@@ -53,6 +53,12 @@ func TestForeignChanges(t *testing.T) {
 		{"the audit marks the payload Ready", WriterAudit, func(s *ReleasePayloadStatus) {
 			s.Conditions = append(s.Conditions, metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue})
 		}, []string{"condition " + ConditionReady}},
+		{"the payload controller records a tombstone", WriterPayload, func(s *ReleasePayloadStatus) {
+			s.Conditions = append(s.Conditions, metav1.Condition{Type: ConditionPayloadTombstoned, Status: metav1.ConditionTrue, Reason: ReasonTombstoned})
+		}, nil},
+		{"the audit records a tombstone", WriterAudit, func(s *ReleasePayloadStatus) {
+			s.Conditions = append(s.Conditions, metav1.Condition{Type: ConditionPayloadTombstoned, Status: metav1.ConditionTrue, Reason: ReasonTombstoned})
+		}, []string{"condition " + ConditionPayloadTombstoned}},
 		{"a condition no writer owns is left to its owner", WriterPayload, func(s *ReleasePayloadStatus) { s.Conditions[2].Status = metav1.ConditionFalse }, nil},
 	}
 	for _, tc := range tests {

@@ -10,8 +10,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
-
-	"github.com/release-controller/release-controller/api/v1alpha1"
 )
 
 // table is the server-side table kubectl get prints.
@@ -28,10 +26,7 @@ type table struct {
 // TestPrinterColumns asks the API server for the table `kubectl get releasepayloads` prints.
 func TestPrinterColumns(t *testing.T) {
 	ns := env.Namespace(t)
-	createPayload(t, newPayload(ns, tag, jobVerification("e2e")))
-	created(t, ns, tag)
-	finish(t, createRun(t, ns, tag, "e2e", 1), true)
-	waitFor(t, ns, tag, phaseIs(v1alpha1.PhaseAccepted))
+	accepted(t, ns, tag)
 
 	httpClient, err := rest.HTTPClientFor(env.Config)
 	if err != nil {

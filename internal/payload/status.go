@@ -87,7 +87,29 @@ func ComputeStatus(p *v1alpha1.ReleasePayload, obs Observations, now metav1.Time
 	ready.ObservedGeneration, ready.LastTransitionTime = p.Generation, now
 	conditions.Set(&status.Conditions, ready)
 	conditions.SetProgress(&status.Conditions, p.Generation, progress, now.Time)
+	SetTombstone(&status.Conditions, p, now)
 	return status
+}
+
+// noTombstoneReason is PayloadTombstoned's message for a tombstone annotation left empty.
+const noTombstoneReason = "tombstoned; the annotation gives no reason"
+
+// SetTombstone sets PayloadTombstoned from the payload's tombstone annotation: True (reason
+// Tombstoned, the annotation's value as its bounded message) while the payload carries it,
+// removed once it does not. The transition time stays while the annotation does, whatever its
+// value becomes: it is when the update service withdrew the payload, which decides what the
+// feeders promoted before then.
+func SetTombstone(conds *[]metav1.Condition, p *v1alpha1.ReleasePayload, now metav1.Time) {
+	reason, tombstoned := p.Annotations[v1alpha1.AnnotationTombstone]
+	if !tombstoned {
+		meta.RemoveStatusCondition(conds, v1alpha1.ConditionPayloadTombstoned)
+		return
+	}
+	if reason == "" {
+		reason = noTombstoneReason
+	}
+	conditions.Set(conds, metav1.Condition{Type: v1alpha1.ConditionPayloadTombstoned, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonTombstoned, Message: reason, ObservedGeneration: p.Generation, LastTransitionTime: now})
 }
 
 // Readiness is the payload's Ready condition and kstatus progress, from its phase and the
@@ -163,6 +185,7 @@ func FailedStatus(p *v1alpha1.ReleasePayload, err error, now metav1.Time) v1alph
 		progress = conditions.Progress{Stalled: true, Reason: summary.Reason, Message: summary.Message}
 	}
 	conditions.SetProgress(&status.Conditions, p.Generation, progress, now.Time)
+	SetTombstone(&status.Conditions, p, now)
 	return status
 }
 

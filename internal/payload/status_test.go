@@ -2,12 +2,14 @@ package payload
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -310,5 +312,55 @@ func TestRefusedRunsAreFailedRuns(t *testing.T) {
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "1.0.0-e2e-1"}}
 	if runs := RefusedRuns(p, []*jobcache.Record{jobcache.RecordOfJob(job)}); len(runs) != 0 {
 		t.Errorf("a refused run whose job exists is counted: %+v", runs)
+	}
+}
+
+func TestSetTombstone(t *testing.T) {
+	then := metav1.NewTime(time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC))
+	now := metav1.NewTime(then.Add(time.Hour))
+	tombstoned := metav1.Condition{Type: v1alpha1.ConditionPayloadTombstoned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTombstoned,
+		Message: "breaks etcd on upgrade", ObservedGeneration: 1, LastTransitionTime: then}
+	accepted := metav1.Condition{Type: v1alpha1.ConditionPayloadAccepted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPayloadAccepted, LastTransitionTime: then}
+	long := strings.Repeat("the upgrade loses data; ", 1000)
+	tests := []struct {
+		name        string
+		annotations map[string]string
+		conds       []metav1.Condition
+		// want is the tombstone condition after (nil: absent); the others must be unchanged.
+		want *metav1.Condition
+	}{
+		{"no annotation, no condition", nil, []metav1.Condition{accepted}, nil},
+		{"annotated: True since now", map[string]string{v1alpha1.AnnotationTombstone: "breaks etcd on upgrade"}, []metav1.Condition{accepted},
+			&metav1.Condition{Type: v1alpha1.ConditionPayloadTombstoned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTombstoned,
+				Message: "breaks etcd on upgrade", ObservedGeneration: 1, LastTransitionTime: now}},
+		{"still annotated: the transition time is kept", map[string]string{v1alpha1.AnnotationTombstone: "breaks etcd on upgrade"},
+			[]metav1.Condition{accepted, tombstoned}, &tombstoned},
+		{"a new reason keeps the transition time", map[string]string{v1alpha1.AnnotationTombstone: "breaks etcd and DNS"},
+			[]metav1.Condition{accepted, tombstoned}, &metav1.Condition{Type: v1alpha1.ConditionPayloadTombstoned, Status: metav1.ConditionTrue,
+				Reason: v1alpha1.ReasonTombstoned, Message: "breaks etcd and DNS", ObservedGeneration: 1, LastTransitionTime: then}},
+		{"an empty reason says so", map[string]string{v1alpha1.AnnotationTombstone: ""}, nil,
+			&metav1.Condition{Type: v1alpha1.ConditionPayloadTombstoned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTombstoned,
+				Message: noTombstoneReason, ObservedGeneration: 1, LastTransitionTime: now}},
+		{"a long reason is bounded", map[string]string{v1alpha1.AnnotationTombstone: long}, nil,
+			&metav1.Condition{Type: v1alpha1.ConditionPayloadTombstoned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonTombstoned,
+				Message: conditions.Truncate(long, conditions.MaxMessageLength), ObservedGeneration: 1, LastTransitionTime: now}},
+		{"the annotation removed: the condition goes", nil, []metav1.Condition{accepted, tombstoned}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &v1alpha1.ReleasePayload{ObjectMeta: metav1.ObjectMeta{Name: "4.15.0", Generation: 1, Annotations: tt.annotations}}
+			conds := slices.Clone(tt.conds)
+			SetTombstone(&conds, p, now)
+			got := meta.FindStatusCondition(conds, v1alpha1.ConditionPayloadTombstoned)
+			switch {
+			case tt.want == nil && got != nil:
+				t.Errorf("PayloadTombstoned = %+v, want none", *got)
+			case tt.want != nil && (got == nil || !equality.Semantic.DeepEqual(*got, *tt.want)):
+				t.Errorf("PayloadTombstoned = %+v, want %+v", got, *tt.want)
+			}
+			if had := slices.Contains(tt.conds, accepted); had != slices.Contains(conds, accepted) {
+				t.Errorf("PayloadAccepted changed: %+v", conds)
+			}
+		})
 	}
 }

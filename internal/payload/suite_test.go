@@ -126,6 +126,16 @@ func created(t testing.TB, ns, tag string) {
 	finish(t, createCreationJob(t, ns, tag), true)
 }
 
+// accepted creates a payload of one verification, e2e, and lets its build and its run
+// succeed, then waits until it is Accepted.
+func accepted(t testing.TB, ns, tag string) {
+	t.Helper()
+	createPayload(t, newPayload(ns, tag, jobVerification("e2e")))
+	created(t, ns, tag)
+	finish(t, createRun(t, ns, tag, "e2e", 1), true)
+	waitFor(t, ns, tag, phaseIs(v1alpha1.PhaseAccepted))
+}
+
 // waitFor waits until check passes on the payload, or fails the test with check's last error.
 func waitFor(t testing.TB, ns, name string, check func(g Gomega, p *v1alpha1.ReleasePayload)) *v1alpha1.ReleasePayload {
 	t.Helper()
