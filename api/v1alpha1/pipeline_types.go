@@ -254,12 +254,83 @@ type Promotion struct {
 	// PullRequest configures the pullRequest strategy.
 	// +optional
 	PullRequest *PullRequestPromotion `json:"pullRequest,omitempty"`
+
+	// MinSoak is how long every target of the environment must have been ready at a revision
+	// before the next environment takes it (its soak time), e.g. 2h. On spec.promotion: every
+	// environment's, unless it says otherwise.
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="minSoak must be a non-negative duration, e.g. 2h"
+	// +optional
+	MinSoak *metav1.Duration `json:"minSoak,omitempty"`
 }
 
-// Approval makes promotions into an environment wait for a signed (or RBAC-allowed) approval.
+// Approval makes promotions into an environment wait for approvals: signed with a shared key
+// (one machine approver, hmac:<secret name>), or sent with a Kubernetes bearer token whose user
+// RBAC allows to update pipelines/approval (each user one approver), as the policy says.
 type Approval struct {
-	// SecretRef names the Secret whose hmac-key signs approvals.
-	SecretRef SecretKeyReference `json:"secretRef"`
+	// SecretRef names the Secret whose hmac-key signs approvals. Absent: only bearer tokens
+	// approve.
+	// +optional
+	SecretRef *SecretKeyReference `json:"secretRef,omitempty"`
+
+	// MinApprovers is how many distinct approvers a revision needs before it is promoted here.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10
+	// +optional
+	MinApprovers int32 `json:"minApprovers,omitempty"`
+
+	// Users may approve (Kubernetes user names as a TokenReview reports them, e.g.
+	// alice@example.com or system:serviceaccount:ns:name), on top of the RBAC check. With
+	// users or groups set, a signed (HMAC) approval never counts: the policy names people.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	Users []string `json:"users,omitempty"`
+
+	// Groups whose members may approve (as a TokenReview reports the user's groups).
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	Groups []string `json:"groups,omitempty"`
+
+	// SeparationOfDuties refuses an approver who approved the same revision for the previous
+	// environment: each environment's approvers are other people.
+	// +optional
+	SeparationOfDuties bool `json:"separationOfDuties,omitempty"`
+}
+
+// Values of EnvironmentVerification.OnFailure.
+const (
+	// OnFailureRollback promotes the environment back to the last revision that passed its
+	// verification there, and never promotes the failed revision further.
+	OnFailureRollback = "rollback"
+	// OnFailureHold stops the pipeline's promotions until the revision changes or a person acts.
+	OnFailureHold = "hold"
+)
+
+// EnvironmentVerification runs tests against an environment once every target is ready at a
+// new revision, with the verification contract of streams (retries, blocking and informing,
+// aggregation, remote clusters).
+// +kubebuilder:validation:XValidation:rule="self.verifications.all(v, !has(v.upgradeFrom) && !has(v.from))",message="an environment's verifications run against the environment; upgradeFrom and from are for streams"
+type EnvironmentVerification struct {
+	// Verifications run against the environment; each Job gets the revision and the
+	// environment in its environment variables.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:XValidation:rule="self.all(v, has(v.job) != has(v.prowJob))",message="exactly one of job or prowJob must be set"
+	Verifications []Verification `json:"verifications"`
+
+	// OnFailure is what a failed blocking verification does: rollback or hold (the default).
+	// +kubebuilder:validation:Enum=rollback;hold
+	// +kubebuilder:default=hold
+	// +optional
+	OnFailure string `json:"onFailure,omitempty"`
 }
 
 // Environment is one stage of a pipeline, e.g. dev, staging or prod.
@@ -283,9 +354,14 @@ type Environment struct {
 	// +optional
 	Promotion *Promotion `json:"promotion,omitempty"`
 
-	// Approval, when set, makes promotions into this environment wait for an approval.
+	// Approval, when set, makes promotions into this environment wait for approvals.
 	// +optional
 	Approval *Approval `json:"approval,omitempty"`
+
+	// Verification, when set, runs tests against the environment after each rollout: only a
+	// revision that passed them goes to the next environment.
+	// +optional
+	Verification *EnvironmentVerification `json:"verification,omitempty"`
 }
 
 // PipelineSource feeds the first environment.
@@ -299,8 +375,8 @@ type PipelineSource struct {
 
 // PipelineSpec is an app and the environments it is promoted through, in order.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.promotion) || !has(self.promotion.notification) || !has(self.promotion.notification.secretRef) || self.environments.all(e, !has(e.approval) || e.approval.secretRef.name != self.promotion.notification.secretRef.name)",message="spec.promotion.notification.secretRef must not name the Secret of an environment's approval.secretRef: a notification key signs notifications only, an approval key approvals only; give the notification a Secret of its own",fieldPath=".promotion.notification.secretRef"
-// +kubebuilder:validation:XValidation:rule="self.environments.all(n, !has(n.promotion) || !has(n.promotion.notification) || !has(n.promotion.notification.secretRef) || self.environments.all(e, !has(e.approval) || e.approval.secretRef.name != n.promotion.notification.secretRef.name))",message="an environment's promotion.notification.secretRef must not name the Secret of an environment's approval.secretRef (spec.environments[].promotion.notification.secretRef, spec.environments[].approval.secretRef): a notification key signs notifications only, an approval key approvals only; give the notification a Secret of its own"
+// +kubebuilder:validation:XValidation:rule="!has(self.promotion) || !has(self.promotion.notification) || !has(self.promotion.notification.secretRef) || self.environments.all(e, !has(e.approval) || !has(e.approval.secretRef) || e.approval.secretRef.name != self.promotion.notification.secretRef.name)",message="spec.promotion.notification.secretRef must not name the Secret of an environment's approval.secretRef: a notification key signs notifications only, an approval key approvals only; give the notification a Secret of its own",fieldPath=".promotion.notification.secretRef"
+// +kubebuilder:validation:XValidation:rule="self.environments.all(n, !has(n.promotion) || !has(n.promotion.notification) || !has(n.promotion.notification.secretRef) || self.environments.all(e, !has(e.approval) || !has(e.approval.secretRef) || e.approval.secretRef.name != n.promotion.notification.secretRef.name))",message="an environment's promotion.notification.secretRef must not name the Secret of an environment's approval.secretRef (spec.environments[].promotion.notification.secretRef, spec.environments[].approval.secretRef): a notification key signs notifications only, an approval key approvals only; give the notification a Secret of its own"
 // +kubebuilder:validation:XValidation:rule="!(self.appRef.apiVersion.startsWith('kustomize.toolkit.fluxcd.io/') && self.appRef.kind == 'Kustomization') || has(self.appRef.promotionPath) || self.environments.all(e, (has(e.promotion) ? e.promotion.strategy : (has(self.promotion) ? self.promotion.strategy : 'patch')) != 'patch')",message="a Kustomization promoted by the patch strategy needs appRef.promotionPath (the field that takes the revision, e.g. spec.postBuild.substitute.version)"
 type PipelineSpec struct {
 	// AppRef is the app promoted.
@@ -386,14 +462,23 @@ type WaitingApproval struct {
 // until the oldest leaves it.
 const MaxUsedApprovalSignatures = 32
 
-// ApprovalRecord is an approval received.
+// ApprovalRecord is the approvals received of one revision.
 type ApprovalRecord struct {
 	// Revision approved.
 	Revision string `json:"revision"`
-	// Approver: the Kubernetes user of a bearer token, or hmac:<secret name> for a signed request.
+	// Approver: the Kubernetes user of a bearer token, or hmac:<secret name> for a signed
+	// request; with a policy of several approvers, the one whose approval met it.
 	Approver string `json:"approver"`
-	// Time of the approval.
+	// Time of the approval (the last one).
 	Time metav1.Time `json:"time"`
+	// Approvers are every approval of Revision received, in order.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Approvers []Approver `json:"approvers,omitempty"`
+	// PolicyMet is when the approvals met the environment's policy; the promotion goes ahead.
+	// +optional
+	PolicyMet *metav1.Time `json:"policyMet,omitempty"`
 	// UsedSignatures are the signed approvals of the environment accepted within the last
 	// signature window (5 minutes): every replica of the API server, and one restarted,
 	// refuses them again. Entries older than the window are pruned at the next approval.
@@ -401,6 +486,84 @@ type ApprovalRecord struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	UsedSignatures []UsedSignature `json:"usedSignatures,omitempty"`
+}
+
+// Approver is one approval of a revision.
+type Approver struct {
+	// Name: the Kubernetes user, or hmac:<secret name> (one machine approver).
+	Name string `json:"name"`
+	// Time of the approval.
+	Time metav1.Time `json:"time"`
+	// Comment sent with the approval, if any.
+	// +kubebuilder:validation:MaxLength=1024
+	// +optional
+	Comment string `json:"comment,omitempty"`
+}
+
+// RejectionRecord is a revision refused for an environment: it is never promoted there.
+type RejectionRecord struct {
+	// Revision refused.
+	Revision string `json:"revision"`
+	// By: the Kubernetes user, or hmac:<secret name>.
+	By string `json:"by"`
+	// Reason given.
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason"`
+	// Time of the rejection.
+	Time metav1.Time `json:"time"`
+}
+
+// UnpromotableRevision is a revision the pipeline never promotes further: its verification
+// failed in Environment and the environment was rolled back.
+type UnpromotableRevision struct {
+	// Revision that failed.
+	Revision string `json:"revision"`
+	// Environment it failed in.
+	Environment string `json:"environment"`
+	// Reason: the verifications that failed.
+	// +kubebuilder:validation:MaxLength=1024
+	Reason string `json:"reason"`
+	// Time it was marked.
+	Time metav1.Time `json:"time"`
+}
+
+// EnvironmentVerificationStatus is the verification of one revision in an environment.
+type EnvironmentVerificationStatus struct {
+	// Revision verified.
+	Revision string `json:"revision"`
+	// State: Pending while the verifications run, then Success or Failure (blocking ones decide).
+	State JobState `json:"state"`
+	// Verifications, with their runs.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Verifications []VerificationStatus `json:"verifications,omitempty"`
+	// StartTime is when the revision was ready on every target and the verifications started.
+	StartTime metav1.Time `json:"startTime"`
+	// CompletionTime is when the state became Success or Failure.
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+}
+
+// RollbackRecord is an environment sent back to an earlier revision.
+type RollbackRecord struct {
+	// From is the revision that failed its verification.
+	From string `json:"from"`
+	// To is the last revision that passed there.
+	To string `json:"to"`
+	// Time of the rollback.
+	Time metav1.Time `json:"time"`
+}
+
+// FreezeRecord says an environment is frozen and by what.
+type FreezeRecord struct {
+	// Freeze names the ReleaseFreeze (namespace/name) or ClusterReleaseFreeze (name).
+	Freeze string `json:"freeze"`
+	// Reason of the freeze.
+	Reason string `json:"reason"`
+	// Until is when the freeze ends; absent: until it is ended (a stop-the-line).
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
 }
 
 // UsedSignature is an approval signature accepted once.
@@ -434,11 +597,37 @@ type EnvironmentStatus struct {
 	// WaitingApproval is set while a promotion into the environment waits for approval.
 	// +optional
 	WaitingApproval *WaitingApproval `json:"waitingApproval,omitempty"`
-	// Approval is the last approval received; the promotion of its revision goes ahead. The
-	// API server's approval route writes it (field manager release-controller-approval); the
-	// controller writes the rest of the status (field manager release-controller).
+	// Approval is the approvals of the revision waiting (or last promoted); once they meet
+	// the policy the promotion goes ahead. The API server's approval route writes it (field
+	// manager release-controller-approval), as it writes Rejections; the controller writes the
+	// rest of the status (field manager release-controller).
 	// +optional
 	Approval *ApprovalRecord `json:"approval,omitempty"`
+	// Rejections are the revisions refused for the environment, newest last.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	Rejections []RejectionRecord `json:"rejections,omitempty"`
+	// ReadySince is when every target became ready at Revision: the start of its soak.
+	// +optional
+	ReadySince *metav1.Time `json:"readySince,omitempty"`
+	// SoakUntil is when Revision will have soaked minSoak here and the next environment may
+	// take it; absent when there is no soak or it is over.
+	// +optional
+	SoakUntil *metav1.Time `json:"soakUntil,omitempty"`
+	// Frozen is set while a freeze covers the environment: nothing is promoted into it.
+	// +optional
+	Frozen *FreezeRecord `json:"frozen,omitempty"`
+	// Verification is the verification of the newest revision rolled out here.
+	// +optional
+	Verification *EnvironmentVerificationStatus `json:"verification,omitempty"`
+	// LastVerified is the last revision that passed the environment's verification: the
+	// revision a rollback returns to.
+	// +optional
+	LastVerified string `json:"lastVerified,omitempty"`
+	// LastRollback is the last rollback of the environment.
+	// +optional
+	LastRollback *RollbackRecord `json:"lastRollback,omitempty"`
 }
 
 // PipelineStatus is what the controller observed and did.
@@ -460,6 +649,12 @@ type PipelineStatus struct {
 	// annotation the controller last reconciled.
 	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+	// Unpromotable are the revisions never promoted further: each failed its verification in
+	// an environment that was rolled back. The oldest go first past the bound.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Unpromotable []UnpromotableRevision `json:"unpromotable,omitempty"`
 }
 
 // Condition types of a Pipeline.

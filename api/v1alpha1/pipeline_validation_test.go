@@ -23,7 +23,7 @@ func validPipeline(ns string) *v1alpha1.Pipeline {
 				{Name: "prod", Targets: []v1alpha1.Target{
 					{Namespace: "podinfo", ClusterRef: "prod-eu"},
 					{Namespace: "podinfo", ClusterRef: "prod-us"},
-				}, Approval: &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "approvals"}}},
+				}, Approval: &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: "approvals"}}},
 			},
 			Source: &v1alpha1.PipelineSource{ReleaseStream: "nightly"},
 		},

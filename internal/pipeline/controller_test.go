@@ -223,7 +223,7 @@ func TestPromotionAcrossClusters(t *testing.T) {
 				{Name: "dev", Targets: []v1alpha1.Target{{Namespace: pns}}},
 				{Name: "staging", Targets: []v1alpha1.Target{{Namespace: stagingNS, ClusterRef: "leaf"}}},
 				{Name: "prod", Targets: []v1alpha1.Target{{Namespace: prodNS}},
-					Approval: &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "approvals"}}},
+					Approval: &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: "approvals"}}},
 			},
 		},
 	}

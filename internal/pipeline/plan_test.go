@@ -25,7 +25,7 @@ func threeEnvs(approveProd bool) *v1alpha1.Pipeline {
 		},
 	}}
 	if approveProd {
-		p.Spec.Environments[2].Approval = &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "k"}}
+		p.Spec.Environments[2].Approval = &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: "k"}}
 	}
 	return p
 }

@@ -175,7 +175,7 @@ func createWaitingPipeline(ctx context.Context, c client.Client, namespace, name
 			return fmt.Errorf("granting the default ServiceAccount of %s the approval key: %w", namespace, err)
 		}
 	}
-	approval := &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: secretName}}
+	approval := &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: secretName}}
 	p := &v1alpha1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: v1alpha1.PipelineSpec{

@@ -108,9 +108,9 @@ func pipelineFlow(t *testing.T, streamNS, server, accepted string, cli *strings.
 			Environments: []v1alpha1.Environment{
 				{Name: "dev", Targets: []v1alpha1.Target{{Namespace: devNS}}},
 				{Name: "staging", Targets: []v1alpha1.Target{{Namespace: stagingNS, ClusterRef: "self"}},
-					Approval: &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "staging-approvals"}}},
+					Approval: &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: "staging-approvals"}}},
 				{Name: "prod", Targets: []v1alpha1.Target{{Namespace: prodNS}},
-					Approval: &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "prod-approvals"}}},
+					Approval: &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: "prod-approvals"}}},
 			},
 		},
 	})

@@ -48,7 +48,7 @@ func TestAttackNotificationSignedWithApprovalKey(t *testing.T) {
 				Environments: []v1alpha1.Environment{
 					{Name: "dev", Targets: []v1alpha1.Target{{Namespace: a.namespace}}},
 					{Name: "prod", Targets: []v1alpha1.Target{{Namespace: a.prod}},
-						Approval: &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "prod-approvals"}}},
+						Approval: &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: "prod-approvals"}}},
 				},
 			},
 		}
@@ -89,7 +89,7 @@ func TestAttackApprovalReplay(t *testing.T) {
 			Environments: []v1alpha1.Environment{
 				{Name: "dev", Targets: []v1alpha1.Target{{Namespace: a.namespace}}},
 				{Name: "prod", Targets: []v1alpha1.Target{{Namespace: a.prod}},
-					Approval: &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "replay-approvals"}}},
+					Approval: &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: "replay-approvals"}}},
 			},
 		},
 	})

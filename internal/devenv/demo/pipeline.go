@@ -58,7 +58,7 @@ func Pipeline(opts Options) *v1alpha1.Pipeline {
 				{
 					Name:     "prod",
 					Targets:  []v1alpha1.Target{{Namespace: opts.EnvironmentNamespace("prod"), ClusterRef: RemoteClusterSecret}},
-					Approval: &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: ApprovalSecret}},
+					Approval: &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: ApprovalSecret}},
 				},
 			},
 		},

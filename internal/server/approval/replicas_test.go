@@ -136,7 +136,7 @@ func setup(t *testing.T, key []byte, revision string, mutate func(*v1alpha1.Pipe
 			Environments: []v1alpha1.Environment{
 				{Name: "dev", Targets: []v1alpha1.Target{{Namespace: ns}}},
 				{Name: "prod", Targets: []v1alpha1.Target{{Namespace: ns + "-prod"}},
-					Approval: &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "approvals"}}},
+					Approval: &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: "approvals"}}},
 			},
 		},
 	}

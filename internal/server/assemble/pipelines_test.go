@@ -37,7 +37,7 @@ func TestPipelinePagesFromTheCache(t *testing.T) {
 			Environments: []v1alpha1.Environment{
 				{Name: "dev", Targets: []v1alpha1.Target{{Namespace: "web-dev"}}},
 				{Name: "prod", Targets: []v1alpha1.Target{{Namespace: "web-prod", ClusterRef: "leaf"}},
-					Approval: &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "prod-key"}}},
+					Approval: &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: "prod-key"}}},
 			},
 		},
 	}

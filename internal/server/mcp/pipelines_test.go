@@ -30,7 +30,7 @@ func webPipeline(namespace, name string) *v1alpha1.Pipeline {
 				{Name: "dev", Targets: []v1alpha1.Target{{Namespace: "web-dev"}}},
 				{Name: "prod", Targets: []v1alpha1.Target{{Namespace: "web-prod", ClusterRef: "leaf"}},
 					Promotion: &v1alpha1.Promotion{Strategy: v1alpha1.StrategyNotification, Notification: &v1alpha1.NotificationPromotion{URL: "https://hooks.example.com/"}},
-					Approval:  &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "prod-key"}}},
+					Approval:  &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: "prod-key"}}},
 			},
 		},
 		Status: v1alpha1.PipelineStatus{

@@ -18,7 +18,7 @@ import (
 func webPipeline(namespace, name, revision string) *v1alpha1.Pipeline {
 	promoted := metav1.NewTime(at("2026-11-22T15:00:00Z"))
 	since := metav1.NewTime(at("2026-11-22T15:30:00Z"))
-	approval := &v1alpha1.Approval{SecretRef: v1alpha1.SecretKeyReference{Name: "prod-key"}}
+	approval := &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: "prod-key"}}
 	return &v1alpha1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Generation: 1},
 		Spec: v1alpha1.PipelineSpec{
