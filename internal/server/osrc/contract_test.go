@@ -455,7 +455,8 @@ func TestGraph(t *testing.T) {
 		`    {`, `      "version": "2.0.0",`, `      "payload": "registry.example/b/dup:2.0.0"`, `    },`, // 1
 		`    {`, `      "version": "` + n5 + `",`, `      "payload": "registry.example/ocp/release:` + n5 + `"`, `    },`, // 2
 		`    {`, `      "version": "` + n4 + `",`, `      "payload": "registry.example/ocp/release:` + n4 + `"`, `    },`, // 3
-		`    {`, `      "version": "` + n3 + `",`, `      "payload": "registry.example/ocp/release@` + digest3 + `"`, `    },`, // 4
+		`    {`, `      "version": "` + n3 + `",`, `      "payload": "registry.example/ocp/release@` + digest3 + `",`, // 4
+		`      "metadata": {`, `        "io.openshift.upgrades.graph.release.manifestref": "` + digest3 + `"`, `      }`, `    },`,
 		`    {`, `      "version": "` + n2 + `",`, `      "payload": "registry.example/ocp/release:` + n2 + `"`, `    },`, // 5
 		`    {`, `      "version": "` + n1 + `",`, `      "payload": "registry.example/ocp/release:` + n1 + `"`, `    },`, // 6
 		`    {`, `      "version": "4.17.1",`, `      "payload": "registry.example/ocp/stable:4.17.1"`, `    },`, // 7
@@ -576,13 +577,6 @@ func TestEncodingMatchesEncodingJSON(t *testing.T) {
 		Name string `json:"name"`
 		Tags []tag  `json:"tags"`
 	}
-	type graph struct {
-		Nodes []struct {
-			Version string `json:"version"`
-			Payload string `json:"payload"`
-		} `json:"nodes"`
-		Edges [][]int `json:"edges"`
-	}
 	for _, c := range []struct {
 		path   string
 		v      func() any
@@ -594,8 +588,8 @@ func TestEncodingMatchesEncodingJSON(t *testing.T) {
 		{"/api/v1/releasestreams/all", func() any { return new(map[string][]string) }, " "},
 		{"/api/v1/releasestreams/ready", func() any { return new(map[string][]string) }, " "},
 		{"/api/v1/namespaces/nope/releasestreams/ready", func() any { return new(map[string][]string) }, " "},
-		{"/graph?channel=prerelease", func() any { return new(graph) }, "  "},
-		{"/graph?channel=next-9", func() any { return new(graph) }, "  "},
+		{"/graph?channel=prerelease", func() any { return new(cincinnatiGraph) }, "  "},
+		{"/graph?channel=next-9", func() any { return new(cincinnatiGraph) }, "  "},
 	} {
 		got := do(t, http.MethodGet, base+c.path)
 		v := c.v()
@@ -615,6 +609,34 @@ func TestEncodingMatchesEncodingJSON(t *testing.T) {
 	}
 	if got := do(t, http.MethodGet, base+"/api/v1/releasestream/4-stable/latest"); !strings.Contains(got.body, `"https://artifacts.example/a\u0026b\u003cc\u003e\"d\"/ü\u2028/4.17.1"`) {
 		t.Errorf("download URL: %s", got.body)
+	}
+
+	// The update service's fields: metadata (a public URL with characters to escape),
+	// conditional edges with their risks and rules, and the v1 version.
+	upd := serve(t, updateFixture(), osrc.Options{PublicURL: "https://release.example.com/a&b<c>\u2028"})
+	for _, c := range []struct{ path, accept string }{
+		{"/graph", ""},
+		{"/graph", osrc.CincinnatiV1ContentType},
+		{"/graph?channel=candidate", ""},
+		{"/graph?channel=fast", osrc.CincinnatiV1ContentType},
+		{"/graph?arch=arm64&channel=stable-4.18", ""},
+		{"/graph?arch=multi&channel=prerelease", osrc.CincinnatiV1ContentType},
+	} {
+		var v cincinnatiGraph
+		_, got := getGraph(t, upd, c.path, "Accept", c.accept)
+		if err := json.Unmarshal([]byte(got.body), &v); err != nil {
+			t.Fatalf("%s: %v", c.path, err)
+		}
+		want, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(want)+"\n" != got.body {
+			t.Errorf("%s (Accept %q) differs from encoding/json (-want +got):\n%s", c.path, c.accept, cmp.Diff(string(want)+"\n", got.body))
+		}
+		if !strings.Contains(got.body, `"url": "https://release.example.com/a\u0026b\u003cc\u003e\u2028/namespaces/ocp/releasestream/`) {
+			t.Errorf("%s: no escaped url metadata", c.path)
+		}
 	}
 }
 
@@ -689,8 +711,11 @@ func TestGraphArch(t *testing.T) {
 	setPayload(cat, ps)
 	base := serve(t, cat, osrc.Options{})
 
+	// Every payload here is known by digest: its metadata names it.
 	node := func(version, payload string) []string {
-		return []string{`    {`, `      "version": "` + version + `",`, `      "payload": "` + payload + `"`}
+		_, digest, _ := strings.Cut(payload, "@")
+		return []string{`    {`, `      "version": "` + version + `",`, `      "payload": "` + payload + `",`,
+			`      "metadata": {`, `        "io.openshift.upgrades.graph.release.manifestref": "` + digest + `"`, `      }`}
 	}
 	graph := func(edges string, nodes ...[]string) string {
 		out := []string{`{`, `  "nodes": [`}

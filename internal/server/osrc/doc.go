@@ -14,7 +14,7 @@
 //	/releasestream/{stream}/latest                 302 to /releasestream/{stream}/release/{tag}
 //	/releasestream/{stream}/latest/download        302 to the artifacts URL of the latest tag
 //	/releasestream/{stream}/release/{tag}/download 302 to the artifacts URL of the tag
-//	/graph                                         the Cincinnati upgrade graph (format, channel)
+//	/graph                                         the Cincinnati upgrade graph (format, channel, arch)
 //	/archive/graph                                 the raw upgrade records, gzipped JSON
 //
 // Every /api/v1/releasestream/{stream}/… route also exists as
@@ -28,6 +28,13 @@
 // answers that read the whole catalog (/graph, the releasestreams lists) are kept until the
 // catalog next changes; the large ones are encoded by hand to the bytes encoding/json
 // would give.
+//
+// /graph is an update service (updates.go): the edges carrying an UpgradeRisk, or a risk a
+// stream detects itself, are served as Cincinnati conditionalEdges (by version, never also in
+// edges); a risk without matching rules and a tombstone remove edges; a stream that declares
+// channels (spec.updateService) answers only those, with their members at the server's clock;
+// nodes carry Cincinnati's metadata; Accept: application/vnd.redhat.cincinnati.v1+json gets
+// that media type and "version": 1.
 //
 // Where our world differs from OSRC's (see DESIGN §10):
 //   - phase is the payload's status.phase; pullSpec is <payloadRepository>:<tag>; /graph

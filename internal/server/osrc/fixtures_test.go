@@ -219,6 +219,12 @@ func do(t testing.TB, method, url string) response {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return send(t, req)
+}
+
+// send sends req and reads the answer.
+func send(t testing.TB, req *http.Request) response {
+	t.Helper()
 	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -5,11 +5,16 @@ import (
 	"cmp"
 	"compress/gzip"
 	"encoding/json"
+	"io"
+	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
-	"github.com/release-controller/release-controller/api/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
@@ -22,10 +27,8 @@ const textBadChannel = "Unsupported ?channel, must be '', 'prerelease', 'prerele
 // false for a channel it does not know. OSRC's rules, with one difference: the channels that
 // promise success (empty, stable*, next*) keep an upgrade only into an Accepted payload, since
 // clusters follow them, and a payload rejected by another check is no place to upgrade to.
+// They apply to the streams that declare no channel of their own.
 func channelFilter(channel string) (func(u catalog.Upgrade, to catalog.Entry) bool, bool) {
-	promised := func(u catalog.Upgrade, to catalog.Entry) bool {
-		return u.Success > 0 && to.Phase() == v1alpha1.PhaseAccepted
-	}
 	promisedInto := func(prefix string) func(u catalog.Upgrade, to catalog.Entry) bool {
 		return func(u catalog.Upgrade, to catalog.Entry) bool {
 			return promised(u, to) && strings.HasPrefix(u.To, prefix)
@@ -65,10 +68,21 @@ func nodePayload(s *catalog.Stream, e catalog.Entry) (repo, digest string, ok bo
 	return pull, "", false
 }
 
-// graph is /graph: every payload of every stream as a node (streams in catalog order,
-// payloads in semver order), and an edge per tested upgrade the channel keeps, sorted by
-// (from, to) so the same graph always reads the same. Answers are kept until the catalog
-// changes.
+// CincinnatiV1ContentType is the media type of /graph for a client that asks for it (Accept):
+// the same graph with "version": 1 first, as openshift/cincinnati answers.
+const CincinnatiV1ContentType = "application/vnd.redhat.cincinnati.v1+json"
+
+// Bounds of the graph answers kept for one catalog version: an answer of 10,000 nodes is a
+// few megabytes, and OSRC's channel names (stable-*, …) are as many as clients invent.
+const (
+	maxCachedGraphs     = 64
+	maxCachedGraphBytes = 256 << 20
+)
+
+// graph is /graph: the update service's graph of a channel (see graphModel.answer), nodes in
+// graph order (streams in catalog order, payloads in semver order) and edges sorted by (from,
+// to) so the same graph always reads the same, the edges that carry risks as conditionalEdges.
+// Answers are kept until the catalog changes or a feeder's delay ends.
 func (h *handler) graph(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Query().Get("format") {
 	case "", "cincinnati":
@@ -76,27 +90,64 @@ func (h *handler) graph(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Unsupported ?format, must be 'cincinnati' (default)", http.StatusBadRequest)
 		return
 	}
+	now := h.now()
+	version := h.cat.Changed()
+	m := h.models.get(version, now, func() *graphModel {
+		m, problems := buildModel(h.cat.Streams(), h.cat.Risks(), now, h.pageURL)
+		for _, err := range problems {
+			log.FromContext(r.Context()).Info("update service: " + err.Error())
+		}
+		return m
+	})
 	channel := r.URL.Query().Get("channel")
-	keep, ok := channelFilter(channel)
+	arch := r.URL.Query().Get("arch")
+	q, ok := m.query(channel, arch)
 	if !ok {
-		http.Error(w, textBadChannel, http.StatusBadRequest)
+		http.Error(w, m.badChannel(), http.StatusBadRequest)
 		return
 	}
-	arch := r.URL.Query().Get("arch")
 	if arch != "" && !validArch(arch) {
 		http.Error(w, textBadArch, http.StatusBadRequest)
 		return
 	}
-	body := h.cache.get(h.cat.Changed(), "graph?"+channel+"&"+arch, func() []byte {
-		streams := h.cat.Streams()
-		edges := graphEdges(streams, keep)
-		if arch == "" {
-			return encodeGraph(nil, streams, edges, nil)
-		}
-		nodes := archNodes(streams, arch)
-		return encodeGraph(nil, streams, nodes.edges(edges), nodes.image)
+	body := h.graphs.getUntil(version, now, "graph?"+channel+"&"+arch, func() ([]byte, time.Time) {
+		return h.encodeGraph(nil, m, m.answer(q)), m.until
 	})
-	writeBody(w, CincinnatiContentType, body)
+	w.Header().Add("Vary", "Accept")
+	if !acceptsV1(r) {
+		writeBody(w, CincinnatiContentType, body)
+		return
+	}
+	// The same document with "version": 1 as its first key.
+	const head = "{\n  \"version\": 1,"
+	w.Header().Set("Content-Type", CincinnatiV1ContentType)
+	w.Header().Set("Content-Length", strconv.Itoa(len(head)+len(body)-1))
+	_, _ = io.WriteString(w, head)
+	_, _ = w.Write(body[1:])
+}
+
+// acceptsV1 says whether the request's Accept lists Cincinnati's v1 media type (with a
+// quality above zero).
+func acceptsV1(r *http.Request) bool {
+	for _, value := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(value, ",") {
+			mediaType, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil || mediaType != CincinnatiV1ContentType {
+				continue
+			}
+			if q, err := strconv.ParseFloat(params["q"], 64); err == nil && q <= 0 {
+				continue
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// pageURL is the address of a payload's page: under the public URL when one is set, else
+// the path alone.
+func (h *handler) pageURL(namespace, stream, tag string) string {
+	return h.public + pagePath(namespace, stream, tag)
 }
 
 const textBadArch = "Unsupported ?arch, must be an architecture (amd64, arm64, ppc64le, s390x, ...) or 'multi'"
@@ -112,38 +163,6 @@ func validArch(arch string) bool {
 		}
 	}
 	return true
-}
-
-// archView is the graph of one architecture: which nodes of the whole graph it keeps, their
-// new indexes, and the image each offers.
-type archView struct {
-	// index maps a node of the whole graph to its index here, -1 when dropped.
-	index []int
-	// images are the kept nodes' payloads (repository@digest), by index of the whole graph.
-	images map[int]string
-}
-
-// archNodes keeps, of every payload of streams (in graph order), what clusters of arch can
-// run: with "multi", payloads built for platforms, by their image index; with an
-// architecture, payloads with an image of linux/<arch>, by that image, and payloads of one
-// image (streams without platforms), which offer that image whatever the architecture.
-func archNodes(streams []*catalog.Stream, arch string) archView {
-	v := archView{images: map[int]string{}}
-	n, kept := 0, 0
-	for _, s := range streams {
-		for _, e := range s.Entries {
-			image, ok := archImage(s, e, arch)
-			if ok {
-				v.index = append(v.index, kept)
-				v.images[n] = image
-				kept++
-			} else {
-				v.index = append(v.index, -1)
-			}
-			n++
-		}
-	}
-	return v
 }
 
 // archImage is the image e offers to clusters of arch, and whether it offers one.
@@ -173,69 +192,6 @@ func archImage(s *catalog.Stream, e catalog.Entry, arch string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// edges renumbers the edges of the whole graph between kept nodes.
-func (v archView) edges(all [][2]int) [][2]int {
-	out := make([][2]int, 0, len(all))
-	for _, e := range all {
-		from, to := v.index[e[0]], v.index[e[1]]
-		if from >= 0 && to >= 0 {
-			out = append(out, [2]int{from, to})
-		}
-	}
-	return out
-}
-
-// image is the payload of node n of the whole graph, and whether the view keeps it.
-func (v archView) image(n int) (string, bool) {
-	image, ok := v.images[n]
-	return image, ok
-}
-
-// graphEdges are the node indexes of the upgrades keep accepts, sorted, nodes being every
-// entry of streams in order. An upgrade from a tag of another stream starts at that tag's
-// first node.
-func graphEdges(streams []*catalog.Stream, keep func(catalog.Upgrade, catalog.Entry) bool) [][2]int {
-	bases := make([]int, len(streams))
-	total := 0
-	for i, s := range streams {
-		bases[i] = total
-		total += len(s.Entries)
-	}
-	var first map[string]int // built on the first upgrade from another stream
-	firstNode := func(tag string) (int, bool) {
-		if first == nil {
-			first = make(map[string]int, total)
-			for i := len(streams) - 1; i >= 0; i-- {
-				for j := len(streams[i].Entries) - 1; j >= 0; j-- {
-					first[streams[i].Entries[j].Tag()] = bases[i] + j
-				}
-			}
-		}
-		n, ok := first[tag]
-		return n, ok
-	}
-	edges := [][2]int{}
-	for i, s := range streams {
-		for _, u := range s.Upgrades() {
-			to := s.Index(u.To)
-			if to < 0 || !keep(u, s.Entries[to]) {
-				continue
-			}
-			from := s.Index(u.From)
-			if from >= 0 {
-				from += bases[i]
-			} else if f, ok := firstNode(u.From); ok {
-				from = f
-			} else {
-				continue
-			}
-			edges = append(edges, [2]int{from, to + bases[i]})
-		}
-	}
-	slices.SortFunc(edges, func(a, b [2]int) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
-	return slices.Compact(edges)
 }
 
 // upgradeRecord is OSRC's UpgradeRecord, the format of its persisted graph.

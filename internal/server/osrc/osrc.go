@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/catalog"
@@ -29,6 +31,13 @@ type Options struct {
 	// without it (default DefaultChangeLogWait). The computation goes on, so a client that
 	// asks again later gets it from the cache.
 	ChangeLogWait time.Duration
+	// PublicURL is where clients reach the server (https://release.example.com, checked by
+	// ParsePublicURL): /graph's nodes link to their payload's page under it (metadata "url").
+	// Empty: no links.
+	PublicURL string
+	// Clock tells the time channel membership and tombstones are read at; nil is the real
+	// clock (tests inject a fake one).
+	Clock clock.PassiveClock
 }
 
 // Texts of OSRC's errors, kept word for word: clients and people grep for them.
@@ -49,8 +58,14 @@ type handler struct {
 	cat       *catalog.Catalog
 	opts      Options
 	artifacts string
-	// cache keeps the answers read from the whole catalog (graph, releasestreams).
+	// public is the public URL, without a trailing slash.
+	public string
+	now    func() time.Time
+	// cache keeps the releasestreams answers, read from the whole catalog.
 	cache versionCache
+	// models keeps the update service's model of the catalog, graphs the /graph answers.
+	models modelCache
+	graphs versionCache
 	// streamCache keeps the answers read from one stream (tags).
 	streamCache snapshotCache
 }
@@ -60,7 +75,13 @@ func Register(s *server.Server, cat *catalog.Catalog, opts Options) {
 	if opts.ChangeLogWait <= 0 {
 		opts.ChangeLogWait = DefaultChangeLogWait
 	}
-	h := &handler{cat: cat, opts: opts, artifacts: strings.TrimRight(opts.ArtifactsURL, "/")}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	h := &handler{
+		cat: cat, opts: opts, artifacts: strings.TrimRight(opts.ArtifactsURL, "/"), public: strings.TrimRight(opts.PublicURL, "/"),
+		now: opts.Clock.Now, graphs: versionCache{maxBodies: maxCachedGraphs, maxBytes: maxCachedGraphBytes},
+	}
 	for _, p := range apiPrefixes {
 		s.Handle("GET "+p+"/latest", http.HandlerFunc(h.latest))
 		s.Handle("GET "+p+"/tags", http.HandlerFunc(h.tags))
