@@ -18,6 +18,7 @@ import (
 	"github.com/release-controller/release-controller/internal/releaselog/logcontroller"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/assemble"
+	"github.com/release-controller/release-controller/internal/server/osrc"
 	"github.com/release-controller/release-controller/internal/server/web"
 	"github.com/release-controller/release-controller/internal/signing/sigstore"
 )
@@ -31,6 +32,7 @@ func newAPICommand() *cobra.Command {
 		zapOpts      = zap.Options{}
 		clFlags      changelogFlags
 		artifactsURL string
+		publicURL    string
 		serverOpts   server.Options
 		metricsAuth  bool
 		authCache    kubeauth.Options
@@ -53,6 +55,10 @@ directly. With --tls-cert-file and --tls-key-file it serves HTTPS; with --metric
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 			if _, err := serverOpts.TLS(); err != nil {
+				return err
+			}
+			public, err := osrc.ParsePublicURL(publicURL)
+			if err != nil {
 				return err
 			}
 			parsed, err := parseTypes(types)
@@ -87,7 +93,7 @@ directly. With --tls-cert-file and --tls-key-file it serves HTTPS; with --metric
 				return err
 			}
 			apiOpts := assemble.Options{
-				Log: logOpts, ChangeLogs: changeLogs, ArtifactsURL: artifactsURL,
+				Log: logOpts, ChangeLogs: changeLogs, ArtifactsURL: artifactsURL, PublicURL: public,
 				Server: serverOpts, MetricsAuth: metricsAuth, AuthCache: authCache, DefaultServiceAccount: defaultSA,
 			}
 			if sigStore != "" {
@@ -117,6 +123,7 @@ directly. With --tls-cert-file and --tls-key-file it serves HTTPS; with --metric
 	f.StringSliceVar(&types, "log-type", nil, "an allowed entry type and its colour, NAME=COLOR (repeatable); default: release, rejected, promotion, hotfix")
 	clFlags.addFlags(f, userCacheDir())
 	f.StringVar(&artifactsURL, "artifacts-url", "", "base URL of the payloads' downloads (a payload's download link is <url>/<tag>); empty: no download links")
+	f.StringVar(&publicURL, "public-url", "", "where clients reach this server, an absolute http(s) URL such as https://release.example.com: /graph's nodes link to their payload's page under it (metadata \"url\"); empty: no links")
 	f.StringVar(&serverOpts.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key-file; read again when it changes")
 	f.StringVar(&serverOpts.TLSKeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file")
 	f.BoolVar(&metricsAuth, "metrics-auth", false, "serve /metrics only to bearer tokens whose user may get the non-resource URL /metrics (TokenReview and SubjectAccessReview)")

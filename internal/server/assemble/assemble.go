@@ -39,6 +39,9 @@ type Options struct {
 	ChangeLogs changelog.PayloadChangeLogs
 	// ArtifactsURL is the base of payloads' download links; empty leaves them out.
 	ArtifactsURL string
+	// PublicURL is where clients reach the server (osrc.ParsePublicURL): /graph links its
+	// nodes to their pages under it; empty leaves the links out.
+	PublicURL string
 	// Server configures the HTTP server: TLS, timeouts and limits. Its MetricsFilter is set
 	// by MetricsAuth.
 	Server server.Options
@@ -84,7 +87,7 @@ func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
 	web.Register(s, opts.Log.Store, opts.Log)
 	keys := approval.NewTenantKeys(mgr.GetConfig(), mgr.GetAPIReader(), opts.DefaultServiceAccount)
 	approval.Register(s, approval.NewHandler(mgr.GetClient(), mgr.GetAPIReader(), cat, keys, reviewer))
-	osrc.Register(s, cat, osrc.Options{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL})
+	osrc.Register(s, cat, osrc.Options{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL, PublicURL: opts.PublicURL, Clock: opts.Log.Clock})
 	if opts.Signatures != nil {
 		signatures.Register(s, opts.Signatures)
 	}
