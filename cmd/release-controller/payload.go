@@ -31,9 +31,9 @@ import (
 func newPayloadCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "payload",
-		Short: "Build and inspect release payload images",
+		Short: "Build, inspect and tombstone release payloads",
 	}
-	cmd.AddCommand(newPayloadBuildCommand(), newPayloadInfoCommand(), newPayloadChangeLogCommand(), newPayloadVerifyCommand())
+	cmd.AddCommand(newPayloadBuildCommand(), newPayloadInfoCommand(), newPayloadChangeLogCommand(), newPayloadVerifyCommand(), newPayloadTombstoneCommand())
 	return cmd
 }
 

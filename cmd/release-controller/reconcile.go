@@ -90,16 +90,22 @@ func reconcileKey(arg, namespace, kubeconfig string) (types.NamespacedName, erro
 		}
 		return types.NamespacedName{Namespace: ns, Name: name}, nil
 	}
-	if namespace == "" {
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		rules.ExplicitPath = kubeconfig
-		ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
-		if err != nil || ns == "" {
-			ns = metav1.NamespaceDefault
-		}
-		namespace = ns
+	return types.NamespacedName{Namespace: contextNamespace(namespace, kubeconfig), Name: arg}, nil
+}
+
+// contextNamespace is namespace when set, else the kubeconfig context's namespace, else
+// "default", as kubectl chooses.
+func contextNamespace(namespace, kubeconfig string) string {
+	if namespace != "" {
+		return namespace
 	}
-	return types.NamespacedName{Namespace: namespace, Name: arg}, nil
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace()
+	if err != nil || ns == "" {
+		return metav1.NamespaceDefault
+	}
+	return ns
 }
 
 // reconcileNow sets obj's reconcile-requested-at annotation to requested and waits until the
