@@ -12,7 +12,8 @@ type FreezeSchedule struct {
 	// +kubebuilder:validation:MaxLength=128
 	Cron string `json:"cron"`
 
-	// Duration of each window, e.g. 63h (Friday 18:00 to Monday 09:00).
+	// Duration of each window, counted on the clock of TimeZone: 63h from Friday 18:00 ends
+	// on Monday at 09:00, also when the clocks change in between.
 	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="duration must be a positive duration, e.g. 63h"
 	Duration metav1.Duration `json:"duration"`
 
