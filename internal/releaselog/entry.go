@@ -12,7 +12,7 @@ import (
 type Entry struct {
 	// ID, when set, makes adding the entry idempotent within its day.
 	ID string
-	// Type, e.g. release, rejected, promotion, hotfix.
+	// Type, e.g. release, rejected, promotion, hotfix, freeze.
 	Type string
 	// Version the event is about.
 	Version string
@@ -55,8 +55,9 @@ func DefaultTypes() []TypeConfig {
 	return []TypeConfig{
 		{Name: TypeRelease, Color: "green"},
 		{Name: TypeRejected, Color: "red"},
-		{Name: "promotion", Color: "blue"},
+		{Name: TypePromotion, Color: "blue"},
 		{Name: "hotfix", Color: "orange"},
+		{Name: TypeFreeze, Color: "purple"},
 	}
 }
 
