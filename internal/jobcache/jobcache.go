@@ -46,6 +46,9 @@ const (
 	IndexPayloadKey = "release-controller.dev/payload-key"
 	// IndexStreamKey indexes records by "<payload namespace>/<stream>".
 	IndexStreamKey = "release-controller.dev/stream-key"
+	// IndexPipelineKey indexes the runs of pipelines' verifications by the PipelineKey of
+	// their pipeline.
+	IndexPipelineKey = "release-controller.dev/pipeline-key"
 )
 
 // Record is what the controllers keep of one of their Jobs or ProwJobs: where it is, whose
@@ -63,6 +66,10 @@ type Record struct {
 	// Attempt, UpgradeFrom and URL come from the annotations (URL from a ProwJob's status first).
 	Attempt          int32
 	UpgradeFrom, URL string
+	// PipelineKey, Environment and Revision are set on the run of a pipeline's verification
+	// (jobcontract.PipelineRun): its pipeline's PipelineKey, the environment and the revision
+	// verified. Such a run has no PayloadKey.
+	PipelineKey, Environment, Revision string
 	// State and Message are the job's outcome.
 	State   v1alpha1.JobState
 	Message string
@@ -103,6 +110,11 @@ func RecordOfProwJob(pj *prowv1.ProwJob) *Record {
 // setOwner fills in what the labels and annotations say (the job contract).
 func (r *Record) setOwner(obj metav1.Object) {
 	r.Namespace = intern(obj.GetNamespace())
+	if run, ok := jobcontract.ParsePipelineRun(obj); ok {
+		r.PipelineKey, r.Environment, r.Revision = intern(run.Key()), intern(run.Environment), intern(run.Revision)
+		r.JobType, r.Verification, r.Attempt = v1alpha1.JobTypeVerification, intern(run.Verification), run.Attempt
+		return
+	}
 	j, ok := jobcontract.Parse(obj)
 	if !ok {
 		return
@@ -300,6 +312,9 @@ func New(mgr cluster.Cluster, opts Options) (*Cache, error) {
 					IndexStreamKey: func(obj any) ([]string, error) {
 						return recordKey(obj, func(r *Record) string { return r.StreamKey })
 					},
+					IndexPipelineKey: func(obj any) ([]string, error) {
+						return recordKey(obj, func(r *Record) string { return r.PipelineKey })
+					},
 				},
 				ObjectDescription: description,
 			})
@@ -431,6 +446,11 @@ func (c *Cache) ByPayload(ctx context.Context, namespace, tag string) ([]*Record
 // ByStream returns the records of the jobs of the payloads of the stream namespace/name.
 func (c *Cache) ByStream(ctx context.Context, namespace, stream string) ([]*Record, error) {
 	return c.byIndex(ctx, IndexStreamKey, namespace+"/"+stream)
+}
+
+// ByPipeline returns the records of the runs of the pipeline namespace/name's verifications.
+func (c *Cache) ByPipeline(ctx context.Context, namespace, name string) ([]*Record, error) {
+	return c.byIndex(ctx, IndexPipelineKey, jobcontract.PipelineKey(namespace, name))
 }
 
 func (c *Cache) byIndex(ctx context.Context, index, key string) ([]*Record, error) {

@@ -15,6 +15,7 @@ import (
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/devenv/jobstatus"
+	"github.com/release-controller/release-controller/internal/jobcontract"
 )
 
 func verificationJob(name string) *batchv1.Job {
@@ -68,6 +69,29 @@ func TestRecordOfJob(t *testing.T) {
 	}
 	if run, _ := running.Run(); run.StartTime != nil || run.CompletionTime != nil {
 		t.Errorf("a job that has not started has times: %+v", run)
+	}
+}
+
+// TestRecordOfPipelineRun: the run of a pipeline's verification is indexed by its pipeline,
+// not by a payload, and gives its run as a payload's does.
+func TestRecordOfPipelineRun(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 23, 9, 30, 0, 0, time.UTC))
+	contract := jobcontract.PipelineRun{PipelineNamespace: "team-a", Pipeline: "web", Environment: "dev", Revision: "1.0.3", Verification: "smoke", Attempt: 2}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: contract.Name(), Labels: contract.Labels(), Annotations: contract.Annotations()}}
+	jobstatus.Succeeded(job, now)
+	r := RecordOfJob(job)
+	if r.PipelineKey != "team-a/web" || r.Environment != "dev" || r.Revision != "1.0.3" || r.PayloadKey != "" || r.StreamKey != "" {
+		t.Errorf("record %+v", r)
+	}
+	run, ok := r.Run()
+	if !ok || r.Verification != "smoke" || run.Attempt != 2 || run.State != v1alpha1.JobSuccess || run.Name != contract.Name() {
+		t.Errorf("run %+v (%v) of %+v", run, ok, r)
+	}
+	if keys, err := recordKey(r, func(r *Record) string { return r.PayloadKey }); err != nil || len(keys) != 0 {
+		t.Errorf("a pipeline run is indexed by payload: %q, %v", keys, err)
+	}
+	if RecordOfJob(verificationJob("upgrade-2")).PipelineKey != "" {
+		t.Error("a payload's run has a pipeline key")
 	}
 }
 
