@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,7 @@ import (
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/assemble"
+	"github.com/release-controller/release-controller/internal/shellquote"
 	"github.com/release-controller/release-controller/internal/verify"
 )
 
@@ -238,9 +240,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 
-	demoOpts := demo.Options{Dir: dataDir, Registry: st.RegistryAddr(), Namespace: DemoNamespace, CheckImage: buildImage}
+	demoOpts := demo.Options{Dir: dataDir, Registry: st.RegistryAddr(), Namespace: DemoNamespace, CheckImage: buildImage, WebURL: "http://" + opts.Listen}
 	if opts.Demo {
-		step("setting up the demo: git repositories, component images and the stream %s/nightly", DemoNamespace)
+		step("setting up the demo: git repositories, component images, the stream %s/nightly with its update channels, and a sample upgrade risk", DemoNamespace)
 		if err := demo.Setup(ctx, direct, demoOpts); err != nil {
 			return fmt.Errorf("setting up the demo: %w", err)
 		}
@@ -313,6 +315,7 @@ The pipeline %s/%s promotes every accepted payload into dev, then staging, then 
 waits for approval (%s get pipeline -n %s %s). Approve it with:
   %s
 `, opts.BuildInterval, dataDir, DemoNamespace, demo.PipelineName, kubectl, DemoNamespace, demo.PipelineName, ApproveCommand(kubectl, dataDir, opts.Listen))
+		PrintUpdateService(out, kubeconfig, opts.Listen)
 	}
 	fmt.Fprintf(out, `
 Accepted payloads are audited, then signed into %s (public key at http://%s/signatures/pubkey.asc).
@@ -320,6 +323,28 @@ Check a payload's signature as a consumer would:
   release-controller payload verify %s/%s/release:TAG --key %s --store http://%s/signatures
 `, filepath.Join(dataDir, SignaturesDir), opts.Listen, st.RegistryAddr(), DemoNamespace, filepath.Join(dataDir, PublicKeyFile), opts.Listen)
 	fmt.Fprintf(out, "\nCtrl-C stops everything; the next start resumes from %s.\n\n", dataDir)
+}
+
+// PrintUpdateService says how to read the demo's update service and declare a risk into it.
+func PrintUpdateService(out io.Writer, kubeconfig, listen string) {
+	kubeconfig = shellquote.Quote(kubeconfig)
+	fmt.Fprintf(out, `
+The update service serves the stream's channels to clusters: every accepted payload joins %s,
+then %s after %s, then %s after %s more (docs/update-service.md). Read a channel as the
+cluster-version operator does:
+  curl -s -H 'Accept: application/vnd.redhat.cincinnati.v1+json' 'http://%s/graph?channel=%s'
+Declare a risk into a payload from its page's facts (served as a conditional edge; with no
+--promql or --always, the upgrades into it are blocked), list the risks, tombstone a payload:
+  release-controller risk declare my-risk --payload TAG -n %s --kubeconfig %s --server http://%s --promql 'QUERY'
+  release-controller risk list -n %s --kubeconfig %s
+  release-controller payload tombstone TAG -n %s --kubeconfig %s --reason "why"
+`, demo.ChannelCandidate, demo.ChannelFast, shortDuration(demo.FastDelay), demo.ChannelStable, shortDuration(demo.StableDelay),
+		listen, demo.ChannelStable, DemoNamespace, kubeconfig, listen, DemoNamespace, kubeconfig, DemoNamespace, kubeconfig)
+}
+
+// shortDuration writes d without its zero seconds: 2m rather than 2m0s.
+func shortDuration(d time.Duration) string {
+	return strings.TrimSuffix(d.String(), "0s")
 }
 
 // ApproveCommand is the command that approves the demo pipeline's waiting prod revision,

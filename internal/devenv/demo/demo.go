@@ -67,6 +67,8 @@ type Options struct {
 	// CheckImage is the verification jobs' image: dev passes the release-controller image it
 	// pushed to its registry, so the jobs name a real image. Default DefaultCheckImage.
 	CheckImage string
+	// WebURL is the base URL of dev's pages, which the sample risk links. Default DefaultWebURL.
+	WebURL string
 }
 
 func (o Options) checkImage() string {
@@ -140,8 +142,8 @@ func checkJob(kind, image string) *v1alpha1.JobBackend {
 	}}}
 }
 
-// Stream is the demo's ReleaseStream: the four components by tag, and verifications that
-// pass, fail and flake.
+// Stream is the demo's ReleaseStream: the four components by tag, verifications that pass,
+// fail and flake, and the update service's channels (UpdateService).
 func Stream(opts Options) *v1alpha1.ReleaseStream {
 	s := &v1alpha1.ReleaseStream{
 		ObjectMeta: metav1.ObjectMeta{Namespace: opts.namespace(), Name: StreamName},
@@ -152,6 +154,7 @@ func Stream(opts Options) *v1alpha1.ReleaseStream {
 			MaxUnreadyReleases:  2,
 			MinCreationInterval: &metav1.Duration{Duration: 20 * time.Second},
 			PublishTags:         []string{"latest", "1.0"},
+			UpdateService:       UpdateService(),
 			Retention: v1alpha1.Retention{
 				KeepAccepted:    10,
 				CompletedJobTTL: &metav1.Duration{Duration: time.Hour},
@@ -174,7 +177,7 @@ func Stream(opts Options) *v1alpha1.ReleaseStream {
 // Setup makes the demo exist, creating only what is missing, so it resumes after a restart
 // and never overwrites a user's edits: the git repositories (with an initial commit), an
 // image of each repository's newest commit where the component's :latest tag is missing,
-// the namespace and the stream.
+// the namespace, the stream and the sample UpgradeRisk.
 func Setup(ctx context.Context, c client.Client, opts Options) error {
 	if err := opts.validate(); err != nil {
 		return err
@@ -197,6 +200,10 @@ func Setup(ctx context.Context, c client.Client, opts Options) error {
 	s := Stream(opts)
 	if err := createIfMissing(ctx, c, s); err != nil {
 		return fmt.Errorf("demo stream %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	risk := SampleRisk(opts)
+	if err := createIfMissing(ctx, c, risk); err != nil {
+		return fmt.Errorf("demo upgrade risk %s/%s: %w", risk.Namespace, risk.Name, err)
 	}
 	return nil
 }

@@ -97,9 +97,19 @@ func TestSetupIsIdempotent(t *testing.T) {
 		g.Expect(v.Job.Template.Spec.Template.Spec.Containers[0].Image).To(Equal(pushed))
 	}
 
+	// The update service's channels, and the sample risk, which the API server admitted.
+	g.Expect(stream.Spec.UpdateService).To(Equal(UpdateService()))
+	risk := &v1alpha1.UpgradeRisk{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: opts.Namespace, Name: SampleRiskName}, risk)).To(Succeed())
+	g.Expect(risk.Spec).To(Equal(SampleRisk(opts).Spec))
+	g.Expect(risk.Spec.URL).To(Equal(DefaultWebURL + "/namespaces/" + opts.Namespace + "/releasestream/" + StreamName + "/graph"))
+
 	// A second Setup changes nothing.
 	g.Expect(Setup(context.Background(), env.Client, opts)).To(Succeed())
 	g.Expect(take(t, opts)).To(Equal(first))
+	riskVersion := risk.ResourceVersion
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(risk), risk)).To(Succeed())
+	g.Expect(risk.ResourceVersion).To(Equal(riskVersion))
 
 	// A user's edit of the stream is kept.
 	stream.Spec.MaxUnreadyReleases = 5
