@@ -160,7 +160,7 @@ func PayloadOf(s *catalog.Stream, e catalog.Entry, risks *Index, now time.Time) 
 		v.Channels = append(v.Channels, ChannelMembership{Name: name, Since: since})
 	}
 	for _, p := range m.Pending(tag) {
-		v.PendingPromotions = append(v.PendingPromotions, PendingPromotion{Channel: p.Channel, From: p.From, At: p.At})
+		v.PendingPromotions = append(v.PendingPromotions, PendingPromotion(p))
 	}
 	return v
 }
