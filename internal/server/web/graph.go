@@ -6,9 +6,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/server/catalog"
+	"github.com/release-controller/release-controller/internal/updateservice"
 )
 
 // The upgrade graph of a stream, drawn on the server as SVG: one row per payload, newest on
@@ -24,6 +26,23 @@ const (
 	colorPending = "#0969da"
 	colorMuted   = "#6b7280"
 	colorText    = "#1b1b1b"
+	// colorRisk draws an upgrade served with a risk (amber, 4.5:1 against white).
+	colorRisk = "#9a6700"
+)
+
+// How the update service serves an edge of the graph: to every cluster, with a risk, or not
+// at all (a risk without rules blocks it, or its target is tombstoned).
+const (
+	edgeOffered     = "offered"
+	edgeConditional = "conditional"
+	edgeBlocked     = "blocked"
+	edgeWithdrawn   = "withdrawn"
+)
+
+// Dash patterns of the edges the update service does not serve to every cluster.
+const (
+	dashConditional = "7 4"
+	dashRemoved     = "2 4"
 )
 
 // maxGraphNodes bounds the payloads drawn: the newest ones.
@@ -64,12 +83,18 @@ type graphNode struct {
 	Tag   string
 	Phase string // empty for a payload collected since its upgrades were recorded
 	Link  string
+	// Tombstoned: withdrawn from the update service, no upgrade leads into it.
+	Tombstoned bool
 }
 
 type graphEdge struct {
 	from, to int
 	upgrade  catalog.Upgrade
 	link     string
+	// served is how the update service serves the edge (edgeOffered, …); risks are the
+	// risks that make it conditional or block it.
+	served string
+	risks  []*updateservice.Risk
 }
 
 // upgradeGraph is what the graph page draws.
@@ -81,13 +106,15 @@ type upgradeGraph struct {
 }
 
 // buildGraph takes a stream's payloads and the payloads its upgrades name, in semver order,
-// and the upgrades between those drawn.
-func buildGraph(s *catalog.Stream) upgradeGraph {
+// and the upgrades between those drawn, each with how the update service serves it given
+// the stream's risks at now.
+func buildGraph(s *catalog.Stream, risks *updateservice.Index, now time.Time) upgradeGraph {
 	g := upgradeGraph{title: "Upgrade graph of " + s.Namespace + "/" + s.Name}
 	known := map[string]bool{}
 	for _, e := range s.Entries {
 		known[e.Tag()] = true
-		g.nodes = append(g.nodes, graphNode{Tag: e.Tag(), Phase: string(e.Phase()), Link: entryPath(s, e.Tag())})
+		_, dead := updateservice.Tombstone(e, now)
+		g.nodes = append(g.nodes, graphNode{Tag: e.Tag(), Phase: string(e.Phase()), Link: entryPath(s, e.Tag()), Tombstoned: dead})
 	}
 	upgrades := s.Upgrades()
 	for _, u := range upgrades {
@@ -119,7 +146,77 @@ func buildGraph(s *catalog.Stream) upgradeGraph {
 		}
 		g.edges = append(g.edges, e)
 	}
+	g.serve(s, risks)
 	return g
+}
+
+// serve marks each edge with how the update service serves it, as /graph does
+// (updateservice.PlanEdges).
+func (g upgradeGraph) serve(s *catalog.Stream, risks *updateservice.Index) {
+	nodes := make([]updateservice.Node, len(g.nodes))
+	for i, n := range g.nodes {
+		nodes[i] = updateservice.Node{Namespace: s.Namespace, Stream: s.Name, Version: n.Tag, Tombstoned: n.Tombstoned}
+	}
+	pairs := make([][2]int, len(g.edges))
+	for i, e := range g.edges {
+		pairs[i] = [2]int{e.from, e.to}
+	}
+	plan := updateservice.PlanEdges(nodes, pairs, risks)
+	offered := make(map[[2]int]bool, len(plan.Edges))
+	for _, e := range plan.Edges {
+		offered[e] = true
+	}
+	conditional := map[[2]int][]*updateservice.Risk{}
+	for _, c := range plan.Conditional {
+		for _, e := range c.Edges {
+			conditional[e] = c.Risks
+		}
+	}
+	for i := range g.edges {
+		e := &g.edges[i]
+		pair := [2]int{e.from, e.to}
+		switch {
+		case offered[pair]:
+			e.served = edgeOffered
+		case conditional[pair] != nil:
+			e.served, e.risks = edgeConditional, conditional[pair]
+		case g.nodes[e.to].Tombstoned:
+			e.served = edgeWithdrawn
+		default:
+			e.served = edgeBlocked
+			for _, r := range risks.On(s.Namespace, s.Name, e.upgrade.From, e.upgrade.To) {
+				if r.Blocks() {
+					e.risks = append(e.risks, r)
+				}
+			}
+		}
+	}
+}
+
+// servedText says how the update service serves an edge: "conditional: OldBootImages".
+func servedText(e graphEdge) string {
+	switch e.served {
+	case edgeConditional:
+		return "conditional: " + riskNames(e.risks)
+	case edgeBlocked:
+		return "blocked for every cluster by " + riskNames(e.risks)
+	case edgeWithdrawn:
+		return "withdrawn: " + e.upgrade.To + " is tombstoned"
+	}
+	return "offered to every cluster"
+}
+
+// riskNames names risks, at most maxRisksNamed of them.
+func riskNames(risks []*updateservice.Risk) string {
+	names := make([]string, 0, min(len(risks), maxRisksNamed))
+	for _, r := range risks[:min(len(risks), maxRisksNamed)] {
+		names = append(names, r.Name)
+	}
+	out := strings.Join(names, ", ")
+	if len(risks) > maxRisksNamed {
+		out += fmt.Sprintf(" and %d more", len(risks)-maxRisksNamed)
+	}
+	return out
 }
 
 // graphSVG is the drawing of an upgradeGraph, its geometry computed here and its markup
@@ -139,12 +236,15 @@ type svgMarker struct{ ID, Color string }
 type svgEdge struct {
 	Class, Path, Color, Marker string
 	From, To, Title, Link      string
+	// Served is how the update service serves the upgrade; Dash its stroke's dash pattern
+	// when not to every cluster.
+	Served, Dash string
 }
 
 type svgNode struct {
 	Tag, Phase, Link, Color string
 	X, Y, LabelX, TextY     int
-	Collected               bool
+	Collected, Tombstoned   bool
 }
 
 // drawing lays the graph out: one row per payload, newest on top, and an arc per upgrade,
@@ -169,7 +269,7 @@ func (g upgradeGraph) drawing() graphSVG {
 		Height: 2*graphMargin + graphRowHeight*max(len(g.nodes)-1, 0) + 2*graphRadius,
 		Radius: graphRadius, Text: colorText, Muted: colorMuted,
 	}
-	for _, c := range []string{colorSuccess, colorFailure, colorPending} {
+	for _, c := range []string{colorSuccess, colorFailure, colorPending, colorRisk, colorMuted} {
 		d.Markers = append(d.Markers, svgMarker{ID: "arrow-" + c[1:], Color: c})
 	}
 	y := func(i int) int { return graphMargin + graphRadius + i*graphRowHeight }
@@ -182,13 +282,24 @@ func (g upgradeGraph) drawing() graphSVG {
 		if e.upgrade.Pending > 0 {
 			title += fmt.Sprintf(", %d pending", e.upgrade.Pending)
 		}
+		// An upgrade not served to every cluster is drawn by how it is served instead of
+		// by its result (the title and the table keep the result).
+		dash := ""
+		switch e.served {
+		case edgeConditional:
+			color, dash = colorRisk, dashConditional
+		case edgeBlocked, edgeWithdrawn:
+			color, dash = colorMuted, dashRemoved
+		}
+		title += "; " + servedText(e)
 		d.Edges = append(d.Edges, svgEdge{
 			Class: "edge " + class, Path: fmt.Sprintf("M%d,%d C%d,%d %d,%d %d,%d", x, y1, nodeX-dep, y1, nodeX-dep, y2, x, y2),
 			Color: color, Marker: "url(#arrow-" + color[1:] + ")", From: e.upgrade.From, To: e.upgrade.To, Title: title, Link: e.link,
+			Served: e.served, Dash: dash,
 		})
 	}
 	for i, n := range g.nodes {
-		node := svgNode{Tag: n.Tag, Phase: n.Phase, Link: n.Link, X: nodeX, Y: y(i), LabelX: labelX, TextY: y(i) + 4, Collected: n.Phase == ""}
+		node := svgNode{Tag: n.Tag, Phase: n.Phase, Link: n.Link, X: nodeX, Y: y(i), LabelX: labelX, TextY: y(i) + 4, Collected: n.Phase == "", Tombstoned: n.Tombstoned}
 		if !node.Collected {
 			node.Color = phaseColors[n.Phase]
 		}
@@ -214,6 +325,12 @@ type graphPage struct {
 	SVGLink     string
 	Note, Empty string
 	Rows        []upgradeRow
+	// Legend shows how the drawing tells the update service's decisions apart.
+	Legend []legendItem
+	// Risks are the risks that apply to the stream, with the upgrades drawn that carry each.
+	Risks     []streamRiskView
+	RisksMore string
+	Warnings  []string
 }
 
 type upgradeRow struct {
@@ -221,6 +338,45 @@ type upgradeRow struct {
 	Class, Symbol, Word string
 	Counts              string
 	Runs                []runLink
+	// Served says how the update service serves the upgrade.
+	Served, ServedClass string
+}
+
+// legendItem is a line style of the graph and what it means.
+type legendItem struct {
+	Class, Color, Dash, Label string
+}
+
+// graphLegend is the legend of the update service's line styles.
+var graphLegend = []legendItem{
+	{Class: "served-" + edgeOffered, Color: colorSuccess, Label: "solid: offered to every cluster (coloured by the upgrade’s result)"},
+	{Class: "served-" + edgeConditional, Color: colorRisk, Dash: dashConditional, Label: "dashed amber: conditional, carries a risk"},
+	{Class: "served-" + edgeBlocked, Color: colorMuted, Dash: dashRemoved, Label: "dotted grey: not offered (blocked by a risk, or into a tombstoned payload)"},
+}
+
+// streamRiskView is a risk that applies to a stream, on the graph and health pages.
+type streamRiskView struct {
+	riskView
+	// Edges counts the upgrades drawn that carry it (graph page).
+	Edges int
+	// Into names the newest accepted payloads it leads into (health page).
+	Into []link
+}
+
+// streamRiskOf words a risk of a stream.
+func streamRiskOf(r *updateservice.Risk, now time.Time) streamRiskView {
+	pr := updateservice.PayloadRisk{Name: r.Name, Message: r.Message, URL: r.URL, MatchingRules: r.Rules, FixedIn: r.FixedIn,
+		From: r.FromPattern(), Blocks: r.Blocks(), Detected: r.Detected, Declared: r.Declared, DeclaredBy: r.Namespace + "/" + r.Object}
+	v := streamRiskView{riskView: riskViewOf(pr, now)}
+	v.To = r.ToPattern()
+	if strings.HasPrefix(v.To, "^") {
+		if lit, ok := updateservice.Literal(v.To); ok {
+			v.To = lit
+		} else {
+			v.ToPattern = true
+		}
+	}
+	return v
 }
 
 func (p *site) graphPage(w http.ResponseWriter, r *http.Request) {
@@ -233,7 +389,9 @@ func (p *site) graphPage(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, http.StatusBadRequest, "Bad request", fmt.Sprintf("“%s” is not a format of this page: use html or svg.", format))
 		return
 	}
-	g := buildGraph(s)
+	now := p.now()
+	risks, warnings := p.streamRisks(s)
+	g := buildGraph(s, risks, now)
 	var svg template.HTML
 	if len(g.nodes) > 0 || format == "svg" {
 		var err error
@@ -252,6 +410,8 @@ func (p *site) graphPage(w http.ResponseWriter, r *http.Request) {
 		pageBase: pageBase{Title: g.title, Crumbs: []link{{"Streams", IndexPath}, {s.Namespace + "/" + s.Name, base}}},
 		Stream:   streamLinks(s),
 		SVGLink:  base + "/graph?format=svg",
+		Legend:   graphLegend,
+		Warnings: warnings,
 	}
 	switch {
 	case len(g.nodes) == 0:
@@ -274,8 +434,34 @@ func (p *site) graphPage(w http.ResponseWriter, r *http.Request) {
 			Class: class, Symbol: symbol, Word: word,
 			Counts: uv.Counts,
 			Runs:   uv.Runs,
+			Served: servedText(e), ServedClass: "served-" + e.served,
 		}
 		page.Rows = append(page.Rows, row)
 	}
+	page.Risks, page.RisksMore = graphRisks(g, risks, now)
 	renderPage(w, http.StatusOK, "graph", page)
+}
+
+// graphRisks lists the risks that apply to the stream (at most MaxRisksListed), each with
+// the upgrades drawn that carry it.
+func graphRisks(g upgradeGraph, risks *updateservice.Index, now time.Time) ([]streamRiskView, string) {
+	edges := map[*updateservice.Risk]int{}
+	for _, e := range g.edges {
+		for _, r := range e.risks {
+			edges[r]++
+		}
+	}
+	all := risks.All()
+	out := make([]streamRiskView, 0, min(len(all), MaxRisksListed))
+	for _, r := range all[:min(len(all), MaxRisksListed)] {
+		v := streamRiskOf(r, now)
+		v.Edges = edges[r]
+		v.Note = plural(v.Edges, "upgrade") + " drawn " + agree(v.Edges, "carries", "carry") + " it."
+		out = append(out, v)
+	}
+	more := ""
+	if n := len(all) - len(out); n > 0 {
+		more = moreRisks(n)
+	}
+	return out, more
 }

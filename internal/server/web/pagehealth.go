@@ -68,6 +68,8 @@ type healthPage struct {
 	Days           []healthDayRow
 	Verifications  []verificationHealthRow
 	EmptyWindowMsg string
+	// Risks are the update service's risks of the stream (updates.go).
+	Risks healthRisks
 }
 
 type healthPayloadView struct {
@@ -125,7 +127,10 @@ func (p *site) healthPage(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, h)
 		return
 	}
-	renderPage(w, http.StatusOK, "health", healthView(s, h, hq, now, base, p.breakCommits))
+	page := healthView(s, h, hq, now, base, p.breakCommits)
+	risks, warnings := p.streamRisks(s)
+	page.Risks = healthRisksOf(s, risks, warnings, now)
+	renderPage(w, http.StatusOK, "health", page)
 }
 
 // healthView turns a health report into the page's text, charts and tables.

@@ -110,12 +110,18 @@ func (p *site) liveViewOf(r *http.Request) (liveView, int, error) {
 			return nil, http.StatusNotFound, fmt.Errorf("the stream %s/%s has no payload tagged %q", s.Namespace, s.Name, tag)
 		}
 		var last *catalog.Stream
+		lastRisks := ""
 		return func() ([]livePart, error) {
 			s, err := streamOf()
-			if err != nil || s == last {
+			if err != nil {
 				return nil, err
 			}
-			last = s
+			// The status shows the risks into the payload too.
+			risks := risksVersion(p.cat.Risks(), s.Namespace)
+			if s == last && risks == lastRisks {
+				return nil, nil
+			}
+			last, lastRisks = s, risks
 			e, ok := s.Entry(tag)
 			if !ok {
 				return nil, errGone{fmt.Sprintf("The payload %s was deleted.", tag)}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/server/catalog"
+	"github.com/release-controller/release-controller/internal/updateservice"
 )
 
 // The view models of the stream pages: everything the templates show is computed here, so
@@ -476,6 +477,8 @@ type statusPart struct {
 	Blocking, Informing  []verificationView
 	UpgradesFrom         []upgradeView
 	UpgradesTo           []upgradeView
+	// Updates is what the update service does with the payload (updates.go).
+	Updates updatesView
 }
 
 type conditionRow struct {
@@ -543,7 +546,8 @@ func (p *site) releaseView(s *catalog.Stream, e catalog.Entry, from catalog.Loca
 // statusPart renders the live part of a payload page.
 func (p *site) statusPart(s *catalog.Stream, e catalog.Entry) (fragment, error) {
 	now := p.now()
-	key := partKey{view: "status", snapshot: snapshotID(s), arg: e.Tag(), minute: minuteOf(now)}
+	// The update service's section reads the namespace's UpgradeRisks too.
+	key := partKey{view: "status", snapshot: snapshotID(s), arg: e.Tag() + "/" + risksVersion(p.cat.Risks(), s.Namespace), minute: minuteOf(now)}
 	return cached(p.parts, key, func() (fragment, error) { return p.renderStatus(s, e, now) })
 }
 
@@ -579,6 +583,7 @@ func (p *site) renderStatus(s *catalog.Stream, e catalog.Entry, now time.Time) (
 	if cr.Name != "" {
 		st.Creation.Job = cr.Namespace + "/" + cr.Name
 	}
+	st.Updates = updatesOf(s, e, updateservice.DescribePayload(s, e, p.cat.Risks(), now, releasePath), now)
 	if st.Failed {
 		st.FailureMessage = failureMessage(pl)
 	} else {
