@@ -148,6 +148,8 @@ func TestSamplesAreValid(t *testing.T) {
 			obj = &v1alpha1.ReleaseLog{}
 		case "Pipeline":
 			obj = &v1alpha1.Pipeline{}
+		case "UpgradeRisk":
+			obj = &v1alpha1.UpgradeRisk{}
 		default:
 			t.Fatalf("%s: unknown kind %s", file, kind[1])
 		}
