@@ -83,8 +83,9 @@ risk's "to"), from the facts its page shows:
   --stream    default: the payload's stream (the risk is limited to it)
 
 Each --promql QUERY is a PromQL matching rule (1: the cluster is exposed, 0: it is not), in
-order; --always adds an Always rule after them. With no rule at all the edges are blocked:
-/graph leaves them out for every cluster instead of serving them as conditional edges.
+order; --always adds an Always rule after them (alone: every cluster is exposed, and the
+edges stay offered as not recommended). With no rule at all the edges are blocked: /graph
+leaves them out for every cluster instead of serving them as conditional edges.
 --from limits the risk to upgrades from the versions an anchored regular expression
 (^…$) matches. --dry-run prints the UpgradeRisk as YAML (for kubectl apply -f -) and creates
 nothing.
@@ -131,7 +132,7 @@ The payload is read from the same namespace.`,
 	f.StringVar(&req.URL, "url", "", "an http(s) link describing the risk (default: the payload's page on --server, else a failed run's URL)")
 	f.StringVar(&req.Server, "server", "", "URL of the release-controller API server, whose page of the payload the risk links by default")
 	f.StringArrayVar(&req.PromQL, "promql", nil, "a PromQL matching rule, answering 1 for exposed clusters (repeatable, in order)")
-	f.BoolVar(&req.Always, "always", false, "add an Always matching rule after the PromQL ones: every cluster is exposed")
+	f.BoolVar(&req.Always, "always", false, "add an Always matching rule after the PromQL ones (alone: every cluster is exposed, the edges stay as not recommended)")
 	f.StringVar(&req.FixedIn, "fixed-in", "", "the first version without the problem, for readers")
 	f.StringVarP(&namespace, "namespace", "n", "", "namespace of the risk and the payload; default: the kubeconfig context's")
 	f.BoolVar(&dryRun, "dry-run", false, "print the UpgradeRisk as YAML and create nothing")
