@@ -76,7 +76,7 @@ const CincinnatiV1ContentType = "application/vnd.redhat.cincinnati.v1+json"
 // few megabytes, and OSRC's channel names (stable-*, …) are as many as clients invent.
 const (
 	maxCachedGraphs     = 64
-	maxCachedGraphBytes = 256 << 20
+	maxCachedGraphBytes = 128 << 20
 )
 
 // graph is /graph: the update service's graph of a channel (see graphModel.answer), nodes in

@@ -74,7 +74,7 @@ func buildModel(streams []*catalog.Stream, upgradeRisks []*v1alpha1.UpgradeRisk,
 			for _, c := range s.Object.Spec.UpdateService.Channels {
 				names[c.Name] = true
 			}
-			ch, err := updateservice.Membership(s, m.risks, now)
+			ch, err := updateservice.Membership(s, promotionRisks(m.risks, s), now)
 			if err != nil {
 				// Its channels stay its only names, with no members, rather than OSRC's.
 				problems = append(problems, fmt.Errorf("the channels of stream %s/%s hold nothing: %w", s.Namespace, s.Name, err))
@@ -102,6 +102,19 @@ func buildModel(streams []*catalog.Stream, upgradeRisks []*v1alpha1.UpgradeRisk,
 	}
 	slices.Sort(m.declared)
 	return m, problems
+}
+
+// promotionRisks are the risks Membership may read for s: of its namespace and stream, and
+// applying to every cluster (the only ones that hold a promotion back). The same answer as
+// the whole index, with a fraction of the patterns to try on each payload.
+func promotionRisks(all *updateservice.Index, s *catalog.Stream) *updateservice.Index {
+	var risks []updateservice.Risk
+	for _, r := range all.All() {
+		if r.Namespace == s.Namespace && (r.Stream == "" || r.Stream == s.Name) && r.AppliesToAll() {
+			risks = append(risks, *r)
+		}
+	}
+	return updateservice.NewIndex(risks)
 }
 
 // promised is the rule of the channels clusters follow: an upgrade that succeeded at least
