@@ -14,6 +14,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/server/catalog"
+	"github.com/release-controller/release-controller/internal/updateservice"
 )
 
 // Tool names of streams and payloads.
@@ -82,6 +83,8 @@ type Payload struct {
 	Components    []Component    `json:"components" jsonschema:"the component images, pinned by digest"`
 	Audit         *Audit         `json:"audit,omitempty" jsonschema:"the audit of an accepted payload against its image, once it ran"`
 	Signature     *Signature     `json:"signature,omitempty" jsonschema:"the payload's signature, once signed"`
+	// UpdateService is what the update service does with the payload (updates.go).
+	UpdateService updateservice.PayloadView `json:"update_service" jsonschema:"what the update service (/graph) does with the payload: the risks on upgrades into it, the declared channels holding it, promotions to come, its tombstone"`
 }
 
 // Audit is what the audit of an accepted payload found.
@@ -168,9 +171,10 @@ func addCatalogTools(s *sdk.Server, t catalogTools, readOnly *sdk.ToolAnnotation
 		Annotations: readOnly,
 	}, t.latestPayload)
 	sdk.AddTool(s, &sdk.Tool{
-		Name:        ToolGetPayload,
-		Title:       "Get a payload",
-		Description: "Shows one payload (release candidate) by tag: its phase, conditions with their messages, creation job, override, verifications with every run and its URL, and its components.",
+		Name:  ToolGetPayload,
+		Title: "Get a payload",
+		Description: "Shows one payload (release candidate) by tag: its phase, conditions with their messages, creation job, override, verifications with every run and its URL, its components, " +
+			"and what the update service does with it: the risks on upgrades into it (matching rules, blocking or conditional), its update channels and its tombstone.",
 		Annotations: readOnly,
 	}, t.getPayload)
 	// Not idempotent in cost: the first call may clone repositories; it only reads, though.
@@ -233,6 +237,7 @@ func (t catalogTools) latestPayload(_ context.Context, _ *sdk.CallToolRequest, i
 	for _, e := range s.Entries {
 		if anyPhase || e.Phase() == phase {
 			out := payloadOf(s, e)
+			out.UpdateService = t.updatesOf(s, e)
 			return text(payloadText(out)), out, nil
 		}
 	}
@@ -254,6 +259,7 @@ func (t catalogTools) getPayload(_ context.Context, _ *sdk.CallToolRequest, in G
 		return nil, none, err
 	}
 	out := payloadOf(s, e)
+	out.UpdateService = t.updatesOf(s, e)
 	return text(payloadText(out)), out, nil
 }
 
@@ -471,6 +477,7 @@ func payloadText(p Payload) string {
 			}
 		}
 	}
+	b.WriteString(updatesText(p.UpdateService))
 	fmt.Fprintf(&b, "Components (%d):\n", len(p.Components))
 	for _, c := range p.Components {
 		fmt.Fprintf(&b, "- %s %s\n", c.Name, c.Image)

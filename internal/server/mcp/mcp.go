@@ -103,7 +103,8 @@ func NewServer(store *releaselog.Store, opts releaselog.Options, cat *catalog.Ca
 	if cat != nil {
 		instructions += " Read the release streams and their payloads (release candidates): list_streams lists the streams, " +
 			"latest_payload finds a stream's newest payload in a phase (Accepted by default), get_payload shows one payload's " +
-			"verdict, verification runs and components, get_changelog lists the commits between two payloads, and " +
+			"verdict, verification runs, components and upgrade risks, channels and tombstone (what the update service offers clusters), " +
+			"get_changelog lists the commits between two payloads, and " +
 			"stream_health shows a stream's acceptance rate, time to verdict and most harmful verifications. " +
 			"Read the pipelines that promote apps through environments: list_pipelines lists them with each environment's revision, " +
 			"get_pipeline shows one pipeline's targets, waiting approvals (with the command that approves), last promotions and conditions."

@@ -20,6 +20,7 @@ import (
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/mcp"
+	"github.com/release-controller/release-controller/internal/updateservice"
 	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
 
@@ -497,6 +498,8 @@ func TestLatestAndGetPayload(t *testing.T) {
 			}},
 		},
 		Components: []mcp.Component{{Name: "api", Image: "registry.example.com/api@sha256:" + strings.Repeat("a", 64)}},
+		// One tested upgrade into it, no risk, no channels declared.
+		UpdateService: updateservice.PayloadView{UpgradeRisks: []updateservice.PayloadRisk{}, TestedUpgrades: 1, Channels: []updateservice.ChannelMembership{}},
 	}
 	if !reflect.DeepEqual(p, want) {
 		t.Errorf("get_payload =\n%+v\nwant\n%+v", p, want)
