@@ -90,54 +90,63 @@ func PlanRuns(p *v1alpha1.ReleasePayload, now time.Time, backoff Backoff, accept
 				continue
 			}
 		}
-		launch := func(attempt int32) {
+		attempts, wait := DueRuns(v, status, now, backoff)
+		for _, attempt := range attempts {
 			plan.Launches = append(plan.Launches, Launch{Verification: v, Attempt: attempt, UpgradeFrom: source.Tag, UpgradeFromImage: source.Image})
 		}
-		if v.Aggregation != nil {
-			for attempt := int32(1); attempt <= v.Aggregation.Runs; attempt++ {
-				if !slices.ContainsFunc(status.Runs, func(r v1alpha1.JobRun) bool { return r.Attempt == attempt }) {
-					launch(attempt)
-				}
-			}
-			continue
+		if wait > 0 && (plan.RequeueAfter == 0 || wait < plan.RequeueAfter) {
+			plan.RequeueAfter = wait
 		}
-		if len(status.Runs) == 0 {
-			launch(1)
-			continue
-		}
-		if status.State != v1alpha1.JobPending {
-			continue // decided: passed, or out of attempts
-		}
-		if slices.ContainsFunc(status.Runs, func(r v1alpha1.JobRun) bool { return !r.State.IsTerminal() }) {
-			continue // a run is still going
-		}
-		// Every run ended without success (a success would have decided the state). Failed
-		// runs use up the attempts; lost ones (Unknown) are run again, up to MaxRuns.
-		ended := int32(len(status.Runs))
-		var failures, last int32
-		var lastEnded time.Time
-		for _, r := range status.Runs {
-			last = max(last, r.Attempt)
-			if r.State == v1alpha1.JobFailure {
-				failures++
-			}
-			if r.CompletionTime != nil && r.CompletionTime.After(lastEnded) {
-				lastEnded = r.CompletionTime.Time
-			}
-		}
-		if failures >= v.MaxRetries+1 || ended >= jobcontract.MaxRuns(v) {
-			continue
-		}
-		// The backoff grows with every run that ended.
-		if due := lastEnded.Add(backoff.Delay(ended)); now.Before(due) {
-			if wait := due.Sub(now); plan.RequeueAfter == 0 || wait < plan.RequeueAfter {
-				plan.RequeueAfter = wait
-			}
-			continue
-		}
-		launch(last + 1)
 	}
 	return plan
+}
+
+// DueRuns decides which runs of verification v are due now, from its status (its runs and
+// its state as judged from them): its first run (every run, for an aggregated one) when it has
+// none, each aggregated run not launched yet, and, when every run ended without success (a
+// success decides the state), its next attempt once the backoff after the last run that
+// ended has passed, while attempts are left. Failed runs use up the attempts (maxRetries+1);
+// lost ones (Unknown) are run again, up to jobcontract.MaxRuns. wait is how long until that
+// retry is due (zero when none is waiting). It is pure; PlanRuns uses it for a payload's
+// verifications, the pipeline controller for an environment's.
+func DueRuns(v v1alpha1.Verification, status v1alpha1.VerificationStatus, now time.Time, backoff Backoff) (attempts []int32, wait time.Duration) {
+	if v.Aggregation != nil {
+		for attempt := int32(1); attempt <= v.Aggregation.Runs; attempt++ {
+			if !slices.ContainsFunc(status.Runs, func(r v1alpha1.JobRun) bool { return r.Attempt == attempt }) {
+				attempts = append(attempts, attempt)
+			}
+		}
+		return attempts, 0
+	}
+	if len(status.Runs) == 0 {
+		return []int32{1}, 0
+	}
+	if status.State != v1alpha1.JobPending {
+		return nil, 0 // decided: passed, or out of attempts
+	}
+	if slices.ContainsFunc(status.Runs, func(r v1alpha1.JobRun) bool { return !r.State.IsTerminal() }) {
+		return nil, 0 // a run is still going
+	}
+	ended := int32(len(status.Runs))
+	var failures, last int32
+	var lastEnded time.Time
+	for _, r := range status.Runs {
+		last = max(last, r.Attempt)
+		if r.State == v1alpha1.JobFailure {
+			failures++
+		}
+		if r.CompletionTime != nil && r.CompletionTime.After(lastEnded) {
+			lastEnded = r.CompletionTime.Time
+		}
+	}
+	if failures >= v.MaxRetries+1 || ended >= jobcontract.MaxRuns(v) {
+		return nil, 0
+	}
+	// The backoff grows with every run that ended.
+	if due := lastEnded.Add(backoff.Delay(ended)); now.Before(due) {
+		return nil, due.Sub(now)
+	}
+	return []int32{last + 1}, 0
 }
 
 func statusOf(p *v1alpha1.ReleasePayload, name string) v1alpha1.VerificationStatus {

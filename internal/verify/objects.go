@@ -45,13 +45,22 @@ func onPlatform(spec *corev1.PodSpec, platform string) {
 	spec.NodeSelector[corev1.LabelArchStable] = arch
 }
 
-// runMeta is the object metadata of a run in namespace: the template's labels and
-// annotations with the job contract's on top.
-func runMeta(p *v1alpha1.ReleasePayload, l Launch, namespace string, base metav1.ObjectMeta) metav1.ObjectMeta {
-	run := jobcontract.VerificationRun(p, l.Verification.Name, l.Attempt, l.UpgradeFrom)
+// RunObject is where a run's object is created and what names it: its namespace and name,
+// the job contract's labels and annotations (put on top of the template's), and its owner in
+// that namespace (nil: none, as on another cluster, or in another namespace than its owner's).
+// A payload's runs are jobcontract.VerificationRun's; a pipeline's, jobcontract.PipelineRun's.
+type RunObject struct {
+	Namespace, Name     string
+	Labels, Annotations map[string]string
+	Owner               *metav1.OwnerReference
+}
+
+// meta is the object metadata of a run of v as o: base's labels and annotations (a Job
+// template's) with o's on top, and the platform label of a verification with one.
+func (o RunObject) meta(v *v1alpha1.Verification, base metav1.ObjectMeta) metav1.ObjectMeta {
 	meta := metav1.ObjectMeta{
-		Namespace:   namespace,
-		Name:        run.Name(),
+		Namespace:   o.Namespace,
+		Name:        o.Name,
 		Labels:      maps.Clone(base.Labels),
 		Annotations: maps.Clone(base.Annotations),
 	}
@@ -61,16 +70,27 @@ func runMeta(p *v1alpha1.ReleasePayload, l Launch, namespace string, base metav1
 	if meta.Annotations == nil {
 		meta.Annotations = map[string]string{}
 	}
-	maps.Copy(meta.Labels, run.Labels(namespace))
-	if platform := l.Verification.Platform(); platform != "" {
+	maps.Copy(meta.Labels, o.Labels)
+	if platform := v.Platform(); platform != "" {
 		meta.Labels[v1alpha1.LabelPlatform] = v1alpha1.PlatformLabel(platform)
 	}
-	maps.Copy(meta.Annotations, run.Annotations())
-	if namespace == p.Namespace {
-		// Deleting the payload deletes its runs (where a garbage collector runs).
-		meta.OwnerReferences = []metav1.OwnerReference{jobcontract.OwnerReference(p)}
+	maps.Copy(meta.Annotations, o.Annotations)
+	if o.Owner != nil {
+		meta.OwnerReferences = []metav1.OwnerReference{*o.Owner}
 	}
 	return meta
+}
+
+// payloadRun is the RunObject of a run of p in namespace; it is owned by p in p's namespace
+// (deleting the payload deletes its runs, where a garbage collector runs).
+func payloadRun(p *v1alpha1.ReleasePayload, l Launch, namespace string) RunObject {
+	run := jobcontract.VerificationRun(p, l.Verification.Name, l.Attempt, l.UpgradeFrom)
+	o := RunObject{Namespace: namespace, Name: run.Name(), Labels: run.Labels(namespace), Annotations: run.Annotations()}
+	if namespace == p.Namespace {
+		owner := jobcontract.OwnerReference(p)
+		o.Owner = &owner
+	}
+	return o
 }
 
 // withEnv sets the RELEASE_* variables in every container, replacing variables of the same
@@ -105,38 +125,61 @@ func hasEnv(env []corev1.EnvVar, name string) bool {
 // payload's verification account. A template the tenancy rules refuse (CheckJobTemplate) is
 // a *Refusal.
 func NewJob(p *v1alpha1.ReleasePayload, l Launch) (*batchv1.Job, error) {
-	if l.Verification.Job == nil {
-		return nil, fmt.Errorf("verification %s has no job backend", l.Verification.Name)
+	return BuildJob(&l.Verification, payloadRun(p, l, p.Namespace), p.Spec.PayloadVerificationConfig.ServiceAccount, Env(p, l))
+}
+
+// BuildJob builds the batch/v1 Job of a run of v as o from v's template: restarted never
+// unless the template says otherwise, running as account, with env in every container
+// (replacing the template's variables of the same names), on nodes of v's platform. A template
+// the tenancy rules refuse for account (CheckTemplate) is a *Refusal. v is not changed.
+func BuildJob(v *v1alpha1.Verification, o RunObject, account *v1alpha1.VerificationServiceAccount, env []corev1.EnvVar) (*batchv1.Job, error) {
+	if v.Job == nil {
+		return nil, fmt.Errorf("verification %s has no job backend", v.Name)
 	}
-	if err := CheckJobTemplate(p, &l.Verification); err != nil {
+	if err := CheckTemplate(v, account); err != nil {
 		return nil, err
 	}
-	template := l.Verification.Job.Template.DeepCopy()
+	template := v.Job.Template.DeepCopy()
 	job := &batchv1.Job{
-		ObjectMeta: runMeta(p, l, p.Namespace, template.ObjectMeta),
+		ObjectMeta: o.meta(v, template.ObjectMeta),
 		Spec:       template.Spec,
 	}
 	if job.Spec.Template.Spec.RestartPolicy == "" {
 		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 	}
-	asAccount(&job.Spec.Template.Spec, p.Spec.PayloadVerificationConfig.ServiceAccount)
-	withEnv(&job.Spec.Template.Spec, Env(p, l))
-	onPlatform(&job.Spec.Template.Spec, l.Verification.Platform())
+	asAccount(&job.Spec.Template.Spec, account)
+	withEnv(&job.Spec.Template.Spec, env)
+	onPlatform(&job.Spec.Template.Spec, v.Platform())
 	return job, nil
 }
 
 // NewProwJob builds the ProwJob of a run, in the backend's namespace (the payload's by default).
 func NewProwJob(p *v1alpha1.ReleasePayload, l Launch) (*prowv1.ProwJob, error) {
-	backend := l.Verification.ProwJob
-	if backend == nil {
+	if l.Verification.ProwJob == nil {
 		return nil, fmt.Errorf("verification %s has no prowJob backend", l.Verification.Name)
 	}
-	namespace := backend.Namespace
-	if namespace == "" {
-		namespace = p.Namespace
+	return BuildProwJob(&l.Verification, payloadRun(p, l, ProwJobNamespace(p.Namespace, &l.Verification)), Env(p, l))
+}
+
+// ProwJobNamespace is where the ProwJobs of v are created: its backend's namespace, else home
+// (its owner's).
+func ProwJobNamespace(home string, v *v1alpha1.Verification) string {
+	if v.ProwJob != nil && v.ProwJob.Namespace != "" {
+		return v.ProwJob.Namespace
+	}
+	return home
+}
+
+// BuildProwJob builds the ProwJob of a run of v as o: the backend's spec, periodic on the
+// Kubernetes agent unless it says otherwise, with env in its pod spec's containers and its pod
+// on nodes of v's platform. v is not changed.
+func BuildProwJob(v *v1alpha1.Verification, o RunObject, env []corev1.EnvVar) (*prowv1.ProwJob, error) {
+	backend := v.ProwJob
+	if backend == nil {
+		return nil, fmt.Errorf("verification %s has no prowJob backend", v.Name)
 	}
 	pj := &prowv1.ProwJob{
-		ObjectMeta: runMeta(p, l, namespace, metav1.ObjectMeta{}),
+		ObjectMeta: o.meta(v, metav1.ObjectMeta{}),
 		Spec:       *backend.Spec.DeepCopy(),
 	}
 	if pj.Spec.Type == "" {
@@ -146,8 +189,8 @@ func NewProwJob(p *v1alpha1.ReleasePayload, l Launch) (*prowv1.ProwJob, error) {
 		pj.Spec.Agent = prowv1.KubernetesAgent
 	}
 	if pj.Spec.PodSpec != nil {
-		withEnv(pj.Spec.PodSpec, Env(p, l))
-		onPlatform(pj.Spec.PodSpec, l.Verification.Platform())
+		withEnv(pj.Spec.PodSpec, env)
+		onPlatform(pj.Spec.PodSpec, v.Platform())
 	}
 	return pj, nil
 }

@@ -12,10 +12,16 @@ import (
 // ClusterNamespace is where the Jobs of v, which names a cluster, are created on that cluster:
 // cluster.namespace, else a namespace of the same name as the payload's.
 func ClusterNamespace(p *v1alpha1.ReleasePayload, v *v1alpha1.Verification) string {
+	return RunNamespace(p.Namespace, v)
+}
+
+// RunNamespace is where the Jobs of v, a verification of an object of namespace home, are
+// created on the cluster v names: cluster.namespace, else a namespace named home.
+func RunNamespace(home string, v *v1alpha1.Verification) string {
 	if v.Cluster != nil && v.Cluster.Namespace != "" {
 		return v.Cluster.Namespace
 	}
-	return p.Namespace
+	return home
 }
 
 // NewClusterJob builds the batch/v1 Job of a run of a verification that names a cluster: the
@@ -23,23 +29,24 @@ func ClusterNamespace(p *v1alpha1.ReleasePayload, v *v1alpha1.Verification) stri
 // differs, and without an owner reference: the payload is not on that cluster, and a garbage
 // collector there would delete a Job whose owner it cannot find. Retention deletes it instead.
 func NewClusterJob(p *v1alpha1.ReleasePayload, l Launch) (*batchv1.Job, error) {
-	job, err := NewJob(p, l)
-	if err != nil {
-		return nil, err
-	}
-	meta := runMeta(p, l, ClusterNamespace(p, &l.Verification), l.Verification.Job.Template.ObjectMeta)
-	meta.OwnerReferences = nil
-	job.ObjectMeta = meta
-	return job, nil
+	o := payloadRun(p, l, ClusterNamespace(p, &l.Verification))
+	o.Owner = nil
+	return BuildJob(&l.Verification, o, p.Spec.PayloadVerificationConfig.ServiceAccount, Env(p, l))
 }
 
 // ClusterOf is the cluster the Jobs of p's verification v run on; ok is false for the
 // controller's own cluster.
 func ClusterOf(p *v1alpha1.ReleasePayload, v *v1alpha1.Verification) (key clusters.Key, ok bool) {
+	return ClusterKeyOf(p.Namespace, v)
+}
+
+// ClusterKeyOf is the cluster the Jobs of v, a verification of an object of namespace home
+// (whose kubeconfig Secrets it names), run on; ok is false for the controller's own cluster.
+func ClusterKeyOf(home string, v *v1alpha1.Verification) (key clusters.Key, ok bool) {
 	if v.Cluster == nil || v.Cluster.SecretRef == "" {
 		return clusters.Key{}, false
 	}
-	return clusters.Key{Namespace: p.Namespace, Secret: v.Cluster.SecretRef}, true
+	return clusters.Key{Namespace: home, Secret: v.Cluster.SecretRef}, true
 }
 
 // Clusters adds to used the clusters the verifications of p run on, each with the namespaces

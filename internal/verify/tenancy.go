@@ -142,10 +142,16 @@ const jobPodPath = "job.template.spec.template.spec"
 // CheckJobTemplate checks the Job template of v, a verification of p: a *Refusal naming
 // every violation, or nil. A verification without a Job backend passes.
 func CheckJobTemplate(p *v1alpha1.ReleasePayload, v *v1alpha1.Verification) error {
+	return CheckTemplate(v, p.Spec.PayloadVerificationConfig.ServiceAccount)
+}
+
+// CheckTemplate checks the Job template of v, whose pods run as account: a *Refusal naming
+// every violation, or nil. A verification without a Job backend passes.
+func CheckTemplate(v *v1alpha1.Verification, account *v1alpha1.VerificationServiceAccount) error {
 	if v.Job == nil {
 		return nil
 	}
-	if violations := CheckPodSpec(jobPodPath, &v.Job.Template.Spec.Template.Spec, p.Spec.PayloadVerificationConfig.ServiceAccount); len(violations) > 0 {
+	if violations := CheckPodSpec(jobPodPath, &v.Job.Template.Spec.Template.Spec, account); len(violations) > 0 {
 		return &Refusal{Verification: v.Name, Violations: violations}
 	}
 	return nil
@@ -163,7 +169,13 @@ func asAccount(spec *corev1.PodSpec, account *v1alpha1.VerificationServiceAccoun
 // namespace than p's that allowed (--prowjob-namespace) does not list: a tenant may not
 // send ProwJobs, and what Prow does with them, into a namespace the operator did not allow.
 func CheckProwJobNamespace(p *v1alpha1.ReleasePayload, v *v1alpha1.Verification, allowed []string) error {
-	if v.ProwJob == nil || v.ProwJob.Namespace == "" || v.ProwJob.Namespace == p.Namespace || slices.Contains(allowed, v.ProwJob.Namespace) {
+	return CheckProwJobNamespaceOf("payload", p.Namespace, v, allowed)
+}
+
+// CheckProwJobNamespaceOf is CheckProwJobNamespace for a verification of any object (owner
+// names its kind in the message, e.g. "pipeline") in namespace home.
+func CheckProwJobNamespaceOf(owner, home string, v *v1alpha1.Verification, allowed []string) error {
+	if v.ProwJob == nil || v.ProwJob.Namespace == "" || v.ProwJob.Namespace == home || slices.Contains(allowed, v.ProwJob.Namespace) {
 		return nil
 	}
 	listed := "which lists none"
@@ -172,7 +184,7 @@ func CheckProwJobNamespace(p *v1alpha1.ReleasePayload, v *v1alpha1.Verification,
 	}
 	return &Refusal{Verification: v.Name, Violations: []Violation{{
 		Field: "prowJob.namespace",
-		Rule: fmt.Sprintf("%q is neither the payload's namespace %q nor allowed by the controller's --prowjob-namespace (%s)",
-			v.ProwJob.Namespace, p.Namespace, listed),
+		Rule: fmt.Sprintf("%q is neither the %s's namespace %q nor allowed by the controller's --prowjob-namespace (%s)",
+			v.ProwJob.Namespace, owner, home, listed),
 	}}}
 }

@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"errors"
 	"maps"
 	"strings"
 	"testing"
@@ -354,5 +355,44 @@ func TestNewProwJobOnPlatform(t *testing.T) {
 				t.Error("NewProwJob modified the verification's pod spec")
 			}
 		})
+	}
+}
+
+// TestBuildJobForAnotherOwner: the builder the payload's runs use serves any owner: the
+// object's name, labels, annotations and owner are the caller's, the tenancy rules hold for
+// the account given, and the template is not changed.
+func TestBuildJobForAnotherOwner(t *testing.T) {
+	v := v1alpha1.Verification{Name: "smoke", Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"team": "qe"}},
+		Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "test", Image: "tests", Env: []corev1.EnvVar{{Name: "RELEASE_REVISION", Value: "stale"}}}},
+		}}},
+	}}}
+	owner := metav1.OwnerReference{Kind: "Pipeline", Name: "web", UID: "uid-2"}
+	o := RunObject{Namespace: "team-a", Name: "web-dev-1-smoke-1", Labels: map[string]string{"release-controller.dev/pipeline": "web"},
+		Annotations: map[string]string{"release-controller.dev/revision": "1"}, Owner: &owner}
+	account := &v1alpha1.VerificationServiceAccount{Name: "deployer"}
+	job, err := BuildJob(&v, o, account, []corev1.EnvVar{{Name: "RELEASE_REVISION", Value: "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job.Namespace != "team-a" || job.Name != "web-dev-1-smoke-1" || job.Labels["team"] != "qe" || job.Labels["release-controller.dev/pipeline"] != "web" ||
+		job.Annotations["release-controller.dev/revision"] != "1" || len(job.OwnerReferences) != 1 || job.OwnerReferences[0].UID != "uid-2" {
+		t.Errorf("job metadata %+v", job.ObjectMeta)
+	}
+	pod := job.Spec.Template.Spec
+	if pod.ServiceAccountName != "deployer" || pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Errorf("runs as %q, token %v", pod.ServiceAccountName, pod.AutomountServiceAccountToken)
+	}
+	if env := pod.Containers[0].Env; len(env) != 1 || env[0].Value != "1" {
+		t.Errorf("env %v", env)
+	}
+	if v.Job.Template.Spec.Template.Spec.Containers[0].Env[0].Value != "stale" {
+		t.Error("BuildJob modified the template")
+	}
+	v.Job.Template.Spec.Template.Spec.ServiceAccountName = "admin"
+	var refusal *Refusal
+	if _, err := BuildJob(&v, o, account, nil); !errors.As(err, &refusal) || !strings.Contains(err.Error(), `"deployer"`) {
+		t.Errorf("a template naming another account: %v", err)
 	}
 }
