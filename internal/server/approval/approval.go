@@ -204,8 +204,12 @@ func (h *Handler) approve(r *http.Request) (*Response, error) {
 	if env.Approval == nil {
 		return nil, fail(http.StatusConflict, "environment %q of pipeline %s does not ask for approval", envName, key)
 	}
-	secretName := env.Approval.SecretRef.Name
+	secretName := ""
 	if signed != nil {
+		if env.Approval.SecretRef == nil {
+			return nil, fail(http.StatusForbidden, "environment %q has no approval.secretRef, so it takes no signed (HMAC) requests: send a bearer token (Authorization: Bearer)", envName)
+		}
+		secretName = env.Approval.SecretRef.Name
 		secret, err := h.Keys.Key(ctx, cached, secretName)
 		if err != nil {
 			return nil, err
@@ -234,6 +238,8 @@ func (h *Handler) approve(r *http.Request) (*Response, error) {
 			return fail(http.StatusNotFound, "pipeline %s has no environment %q", key, envName)
 		case live.Approval == nil:
 			return fail(http.StatusConflict, "environment %q of pipeline %s does not ask for approval", envName, key)
+		case signed != nil && live.Approval.SecretRef == nil:
+			return fail(http.StatusForbidden, "environment %q has no approval.secretRef, so it takes no signed (HMAC) requests: send a bearer token (Authorization: Bearer)", envName)
 		case signed != nil && live.Approval.SecretRef.Name != secretName:
 			return fail(http.StatusConflict, "the approval key of environment %q of pipeline %s changed while the request was checked: sign it with the key of Secret %s",
 				envName, key, live.Approval.SecretRef.Name)
