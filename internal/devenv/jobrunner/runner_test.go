@@ -23,6 +23,7 @@ import (
 	prowv1 "github.com/release-controller/release-controller/api/prow/v1"
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/devenv/jobrunner"
+	"github.com/release-controller/release-controller/internal/manager"
 )
 
 func TestJobCompletes(t *testing.T) {
@@ -365,5 +366,27 @@ func TestServiceAccountTokens(t *testing.T) {
 	}
 	if want := "system:serviceaccount:" + ns + ":builder"; !review.Status.Authenticated || review.Status.User.Username != want {
 		t.Errorf("the pod's token is %+v, want %s's", review.Status, want)
+	}
+}
+
+// TestStartRunsJobsAlone runs the runner with Start, as the tests of separate controller
+// processes do: it runs a Job, and stop ends it cleanly.
+func TestStartRunsJobsAlone(t *testing.T) {
+	ns := env.Namespace(t)
+	logs := t.TempDir()
+	stop, err := jobrunner.Start(env.Config, manager.NewScheme(), jobrunner.Options{LogDir: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, newJob(ns, "alone", "echo alone"))
+	job := waitJob(t, ns, "alone", finished)
+	if condition(job, batchv1.JobComplete).Status != corev1.ConditionTrue {
+		t.Errorf("the Job did not complete: %+v", job.Status)
+	}
+	if got := readFile(t, filepath.Join(logs, ns, "alone.log")); got != "alone\n" {
+		t.Errorf("the Job's log holds %q", got)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("stopping the runner: %v", err)
 	}
 }
