@@ -196,7 +196,7 @@ image: ## Build the image (linux/amd64, linux/arm64) from static binaries; push 
 # (hack/check-rbac-packages.sh says so). The controller's file also holds the Role of its
 # leader election, in namespace release-controller-system (see internal/manager).
 RBAC_COMPONENTS := controller api build
-RBAC_controller_PACKAGES := ./internal/manager ./internal/stream ./internal/payload ./internal/verify ./internal/releaselog/logcontroller ./internal/pipeline ./internal/audit ./internal/jira
+RBAC_controller_PACKAGES := ./internal/manager ./internal/stream ./internal/payload ./internal/verify ./internal/releaselog/logcontroller ./internal/pipeline ./internal/freeze ./internal/audit ./internal/jira
 RBAC_api_PACKAGES := ./internal/server/assemble ./internal/server/catalog ./internal/server ./internal/server/mcp ./internal/server/osrc ./internal/server/releaseapi ./internal/server/web ./internal/server/approval
 RBAC_build_PACKAGES := ./cmd/release-controller
 empty :=

@@ -35,6 +35,7 @@ import (
 	"github.com/release-controller/release-controller/internal/audit"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/clusters"
+	"github.com/release-controller/release-controller/internal/freeze"
 	"github.com/release-controller/release-controller/internal/jira"
 	"github.com/release-controller/release-controller/internal/jobcache"
 	"github.com/release-controller/release-controller/internal/jobcontract"
@@ -332,6 +333,11 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	}
 	if err := pipelines.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the pipeline controller: %w", err)
+	}
+	// Freezes: where each window stands, its starts and ends logged in the release log.
+	freezes := &freeze.Reconciler{Log: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts.releaseLog())}
+	if err := freezes.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the freeze controller: %w", err)
 	}
 	return nil
 }
