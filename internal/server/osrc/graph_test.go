@@ -306,7 +306,8 @@ func nodeMetadata(g cincinnatiGraph, version string) map[string]string {
 // does nothing.
 func TestGraphRisks(t *testing.T) {
 	base, _ := serveAt(t, updateFixture())
-	// Streams 4.19 and 4.20 declare channels: the default channel is not theirs.
+	// Streams 4.19 and 4.20 declare channels, but not the default one: OSRC's rules list
+	// their payloads there too.
 	g, resp := getGraph(t, base, "/graph")
 	if ct := resp.header.Get("Content-Type"); ct != osrc.CincinnatiContentType {
 		t.Errorf("Content-Type %q", ct)
@@ -314,12 +315,12 @@ func TestGraphRisks(t *testing.T) {
 	if g.Version != 0 || strings.Contains(resp.body, `"version": 1`) {
 		t.Errorf("a client that did not ask for v1 got its version field")
 	}
-	if got, want := nodeVersions(g), []string{"5.0.1", "5.0.0", "4.18.4", "4.18.3", "4.18.2", "4.18.1", "4.18.0"}; !slices.Equal(got, want) {
+	if got, want := nodeVersions(g), []string{"5.0.1", "5.0.0", "4.20.0", "4.19.2", "4.19.1", "4.19.0", "4.18.4", "4.18.3", "4.18.2", "4.18.1", "4.18.0"}; !slices.Equal(got, want) {
 		t.Errorf("nodes %v, want %v", got, want)
 	}
 	// Into 4.18.1: Blocked removes 4.18.0 → 4.18.1. Into the tombstoned 4.18.2: nothing; out of
 	// it: 4.18.2 → 4.18.3 plainly, 4.18.2 → 4.18.4 with SlowDrain.
-	if got, want := graphEdges(g), []string{"4.18.2 → 4.18.3"}; !slices.Equal(got, want) {
+	if got, want := graphEdges(g), []string{"4.19.0 → 4.20.0", "4.19.0 → 4.19.1", "4.18.2 → 4.18.3"}; !slices.Equal(got, want) {
 		t.Errorf("edges %v, want %v", got, want)
 	}
 	want := []string{
@@ -401,7 +402,7 @@ func TestGraphArchRisks(t *testing.T) {
 	base, _ := serveAt(t, updateFixture())
 	// 5.0 is built as one image, which every architecture runs.
 	g, _ := getGraph(t, base, "/graph?arch=arm64&channel=stable-4.18")
-	if got, want := nodeVersions(g), []string{"5.0.1", "5.0.0", "4.18.4", "4.18.3", "4.18.0"}; !slices.Equal(got, want) {
+	if got, want := nodeVersions(g), []string{"5.0.1", "5.0.0", "4.20.0", "4.19.2", "4.19.1", "4.19.0", "4.18.4", "4.18.3", "4.18.0"}; !slices.Equal(got, want) {
 		t.Errorf("arm64 nodes %v, want %v", got, want)
 	}
 	if got := graphEdges(g); len(got) != 0 {
@@ -410,15 +411,16 @@ func TestGraphArchRisks(t *testing.T) {
 	if got, want := conditionalEdges(g), []string{"4.18.3 → 4.18.4: SlowDrain", "4.18.0 → 4.18.3: EtcdBug"}; !slices.Equal(got, want) {
 		t.Errorf("arm64 conditional edges (-want +got):\n%s", cmp.Diff(want, got))
 	}
-	if got, want := g.Nodes[3].Payload, "registry.example/ocp/release@"+updDigest("arm64-4.18.3"); got != want {
+	n4183 := g.Nodes[slices.Index(nodeVersions(g), "4.18.3")]
+	if got, want := n4183.Payload, "registry.example/ocp/release@"+updDigest("arm64-4.18.3"); got != want {
 		t.Errorf("arm64 payload %s, want %s", got, want)
 	}
-	if got := g.Nodes[3].Metadata["io.openshift.upgrades.graph.release.manifestref"]; got != updDigest("arm64-4.18.3") {
+	if got := n4183.Metadata["io.openshift.upgrades.graph.release.manifestref"]; got != updDigest("arm64-4.18.3") {
 		t.Errorf("arm64 manifestref %s: not the image served", got)
 	}
 
 	g, _ = getGraph(t, base, "/graph?arch=amd64&channel=stable-4.18")
-	if got, want := nodeVersions(g), []string{"5.0.1", "5.0.0", "4.18.4", "4.18.3", "4.18.2", "4.18.1", "4.18.0"}; !slices.Equal(got, want) {
+	if got, want := nodeVersions(g), []string{"5.0.1", "5.0.0", "4.20.0", "4.19.2", "4.19.1", "4.19.0", "4.18.4", "4.18.3", "4.18.2", "4.18.1", "4.18.0"}; !slices.Equal(got, want) {
 		t.Errorf("amd64 nodes %v, want %v", got, want)
 	}
 	if got, want := graphEdges(g), []string{"4.18.2 → 4.18.3"}; !slices.Equal(got, want) {
@@ -485,12 +487,12 @@ func TestGraphDeclaredChannels(t *testing.T) {
 		t.Errorf("4.19.1's channels once promoted: %q", got)
 	}
 
-	// Streams that declare channels answer only those; OSRC's names keep their rules for the
-	// others.
-	g, _ = getGraph(t, base, "/graph?channel=stable")
-	for _, v := range nodeVersions(g) {
-		if strings.HasPrefix(v, "4.19.") || strings.HasPrefix(v, "4.20.") {
-			t.Errorf("stable holds %s of a stream that declares its channels", v)
+	// A name a stream does not declare keeps OSRC's rules for it too: stable and the default
+	// list every payload, as OSRC does, whatever channels the stream declares.
+	for _, channel := range []string{"stable", ""} {
+		g, _ = getGraph(t, base, "/graph?channel="+channel)
+		if got := nodeVersions(g); !slices.Contains(got, "4.19.1") || !slices.Contains(got, "4.20.0") {
+			t.Errorf("channel %q lists %v: want the declaring stream's payloads by OSRC's rules", channel, got)
 		}
 	}
 	check(t, base, []exchange{

@@ -35,6 +35,8 @@ type graphModel struct {
 	channelsOf []string
 	// channels is each stream's membership; nil for a stream that declares no channel.
 	channels []*updateservice.Channels
+	// declares[i] are the channel names streams[i] declares (nil: none).
+	declares []map[string]bool
 	// declared are the channel names some stream declares, sorted.
 	declared []string
 	risks    *updateservice.Index
@@ -62,7 +64,7 @@ func buildModel(streams []*catalog.Stream, upgradeRisks []*v1alpha1.UpgradeRisk,
 		total += len(s.Entries)
 	}
 	m := &graphModel{
-		streams: streams, bases: make([]int, len(streams)), channels: make([]*updateservice.Channels, len(streams)),
+		streams: streams, bases: make([]int, len(streams)), channels: make([]*updateservice.Channels, len(streams)), declares: make([]map[string]bool, len(streams)),
 		nodes: make([]updateservice.Node, 0, total), entries: make([]catalog.Entry, 0, total),
 		streamOf: make([]int, 0, total), channelsOf: make([]string, 0, total),
 		risks: updateservice.RisksOf(declared, streams, pageURL),
@@ -71,12 +73,14 @@ func buildModel(streams []*catalog.Stream, upgradeRisks []*v1alpha1.UpgradeRisk,
 	for i, s := range streams {
 		m.bases[i] = len(m.nodes)
 		if s.Object != nil && s.Object.Spec.UpdateService != nil && len(s.Object.Spec.UpdateService.Channels) > 0 {
+			m.declares[i] = map[string]bool{}
 			for _, c := range s.Object.Spec.UpdateService.Channels {
 				names[c.Name] = true
+				m.declares[i][c.Name] = true
 			}
 			ch, err := updateservice.Membership(s, promotionRisks(m.risks, s), now)
 			if err != nil {
-				// Its channels stay its only names, with no members, rather than OSRC's.
+				// Its declared channels hold nothing rather than what OSRC's rules would give.
 				problems = append(problems, fmt.Errorf("the channels of stream %s/%s hold nothing: %w", s.Namespace, s.Name, err))
 				ch = &updateservice.Channels{}
 			}
@@ -170,9 +174,9 @@ type graphAnswer struct {
 	conditional []updateservice.Conditional
 }
 
-// answer cuts q's graph from the model. A stream that declares channels offers the members
-// of q.channel, with the upgrades that succeeded into an Accepted payload between them; a
-// stream that declares none offers every payload when q.channel is an OSRC channel name, with
+// answer cuts q's graph from the model. A stream that declares q.channel offers its members,
+// with the upgrades that succeeded into an Accepted payload between them; any other stream
+// offers every payload when q.channel is an OSRC channel name (the default "" included), with
 // the upgrades that channel keeps (channelFilter). With an architecture, only the payloads
 // clusters of it can run (archImage). A version is served once, by its first node in graph
 // order; an upgrade starts at the node serving its from version. The edges are then planned
@@ -184,8 +188,8 @@ func (m *graphModel) answer(q graphQuery) graphAnswer {
 	for n := range m.nodes {
 		index[n] = -1
 		i, e := m.streamOf[n], m.entries[n]
-		if ch := m.channels[i]; ch != nil {
-			if !ch.Has(q.channel, e.Tag()) {
+		if m.declares[i][q.channel] {
+			if !m.channels[i].Has(q.channel, e.Tag()) {
 				continue
 			}
 		} else if q.osrc == nil {
@@ -206,7 +210,7 @@ func (m *graphModel) answer(q graphQuery) graphAnswer {
 	var edges [][2]int
 	for i, s := range m.streams {
 		keep := q.osrc
-		if m.channels[i] != nil {
+		if m.declares[i][q.channel] {
 			keep = promised
 		}
 		if keep == nil {
