@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/osrc"
+	"github.com/release-controller/release-controller/internal/updateservice"
 	"github.com/release-controller/release-controller/internal/upgradegraph"
 	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
@@ -618,5 +620,62 @@ func TestParsePublicURL(t *testing.T) {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("ParsePublicURL(%q) = %q, %v; want an error with %q", c.in, got, err, c.err)
 		}
+	}
+}
+
+// TestReleaseInfoUpdateService: a payload's release info says what /graph does with it — the
+// risks into it, its channels and pending promotions, its tombstone — and leaves the field out
+// when there is nothing to say, so OSRC's clients see OSRC's shape.
+func TestReleaseInfoUpdateService(t *testing.T) {
+	base, _ := serveAt(t, updateFixture())
+	info := func(stream, tag string) (map[string]json.RawMessage, *updateservice.PayloadView) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, base+"/api/v1/releasestream/"+stream+"/release/"+tag, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := send(t, req)
+		if got.code != http.StatusOK {
+			t.Fatalf("release info of %s: %d %s", tag, got.code, got.body)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(got.body), &fields); err != nil {
+			t.Fatal(err)
+		}
+		raw, ok := fields["updateService"]
+		if !ok {
+			return fields, nil
+		}
+		var v updateservice.PayloadView
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatal(err)
+		}
+		return fields, &v
+	}
+
+	_, v := info("4.18", "4.18.3")
+	if v == nil {
+		t.Fatal("4.18.3, which risks lead into, has no updateService")
+	}
+	var names []string
+	for _, r := range v.UpgradeRisks {
+		names = append(names, r.Name)
+		if r.DeclaredBy == "" || r.URL == "" || len(r.MatchingRules) == 0 {
+			t.Errorf("risk %s is missing its source, url or rules: %+v", r.Name, r)
+		}
+	}
+	if want := []string{"EtcdBug", "NetworkRegression"}; !slices.Equal(names, want) {
+		t.Errorf("risks into 4.18.3: %v, want %v", names, want)
+	}
+
+	if _, v := info("4.18", "4.18.2"); v == nil || v.Tombstone == nil {
+		t.Errorf("the tombstoned 4.18.2's release info says nothing of it: %+v", v)
+	}
+	if _, v := info("4.19", "4.19.1"); v == nil || len(v.Channels) != 1 || v.Channels[0].Name != "candidate" ||
+		len(v.PendingPromotions) != 1 || v.PendingPromotions[0].Channel != "fast" {
+		t.Errorf("4.19.1: want candidate now and fast pending, got %+v", v)
+	}
+	if fields, v := info("4.18", "4.18.0"); v != nil {
+		t.Errorf("4.18.0, with nothing to say, has updateService %+v (fields %v)", v, slices.Collect(maps.Keys(fields)))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/changelog"
 	"github.com/release-controller/release-controller/internal/server/catalog"
+	"github.com/release-controller/release-controller/internal/updateservice"
 )
 
 // changeLogBackground bounds a changelog computation that outlives the request which
@@ -50,6 +51,9 @@ type apiReleaseInfo struct {
 	Signature *signatureInfo `json:"signature,omitempty"`
 	// Platforms are ours too: of a payload built for platforms, each platform's image.
 	Platforms []platformImage `json:"platforms,omitempty"`
+	// UpdateService is ours: what /graph does with the payload (the risks of upgrades into
+	// it, its channels, pending promotions, a tombstone).
+	UpdateService *updateservice.PayloadView `json:"updateService,omitempty"`
 }
 
 // platformImage is one platform's payload image.
@@ -146,6 +150,11 @@ func (h *handler) releaseInfo(w http.ResponseWriter, r *http.Request) {
 		if trust.Signed {
 			info.Signature = &signatureInfo{KeyID: trust.KeyID, URL: trust.SignaturePath}
 		}
+	}
+	// Left out when there is nothing to say, so that OSRC's clients see OSRC's shape.
+	if view := updateservice.DescribePayload(s, e, h.cat.Risks(), h.now(), h.pageURL); len(view.UpgradeRisks) > 0 ||
+		len(view.Channels) > 0 || len(view.PendingPromotions) > 0 || view.Tombstone != nil || len(view.Warnings) > 0 {
+		info.UpdateService = &view
 	}
 	if !short && previous != nil && h.opts.ChangeLogs != nil {
 		if cl := h.changeLog(r.Context(), previous, e.Payload); cl != nil {
