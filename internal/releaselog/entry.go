@@ -12,7 +12,7 @@ import (
 type Entry struct {
 	// ID, when set, makes adding the entry idempotent within its day.
 	ID string
-	// Type, e.g. release, rejected, promotion, hotfix, freeze.
+	// Type, e.g. release, rejected, promotion, hotfix, freeze, approval, rejection.
 	Type string
 	// Version the event is about.
 	Version string
@@ -58,6 +58,8 @@ func DefaultTypes() []TypeConfig {
 		{Name: TypePromotion, Color: "blue"},
 		{Name: "hotfix", Color: "orange"},
 		{Name: TypeFreeze, Color: "purple"},
+		{Name: TypeApproval, Color: "teal"},
+		{Name: TypeRejection, Color: "crimson"},
 	}
 }
 
