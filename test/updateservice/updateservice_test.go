@@ -65,9 +65,7 @@ spec:
   message: Clusters on AWS boot new nodes from images that cannot read the new ignition config.
   url: https://issues.example.com/browse/OCPBUGS-1234
   matchingRules:
-    - type: PromQL
-      promql:
-        promql: '%s'
+    - {type: PromQL, promql: {promql: '%s'}}
 `, ns, to, query)
 	// Timed from kubectl's start (an upper bound: kubectl's own start-up is in it) and from its
 	// return (a lower bound: the API server may have told the api before kubectl exited).
