@@ -1,13 +1,21 @@
-// Package approval serves the approval of a pipeline's waiting promotion (a contract):
+// Package approval serves the approval and the rejection of a pipeline's promotions (a
+// contract):
 //
 //	POST /pipelines/{namespace}/{name}/{environment}/{revision}/approve
+//	POST /pipelines/{namespace}/{name}/{environment}/{revision}/reject   {"reason": "..."}
 //
-// signed with the environment's approval key (package signature: X-Release-Controller-Timestamp
-// and X-Release-Controller-Signature, a 5-minute window, each signature accepted once), or
-// with a bearer token whose user Kubernetes RBAC allows to update pipelines/approval in the
-// pipeline's namespace (a TokenReview and a SubjectAccessReview). The approval is recorded in
-// the environment's status (status.environments[].approval, with the approver); the
-// controller then promotes.
+// each signed with the environment's approval key (package signature: X-Release-Controller-
+// Timestamp and X-Release-Controller-Signature, a 5-minute window, each signature accepted
+// once), or sent with a bearer token whose user Kubernetes RBAC allows to update
+// pipelines/approval in the pipeline's namespace (a TokenReview and a SubjectAccessReview),
+// and whom the environment's approval policy admits (approval.users, approval.groups; a
+// signed request is one machine approver and never counts under a policy naming people).
+// An approval is appended to the environment's status.environments[].approval; once the
+// policy's minApprovers distinct approvers approved (and none of them approved the revision
+// for the previous environment, under separationOfDuties), policyMet is set in the same
+// write and the controller promotes. A rejection is appended to
+// status.environments[].rejections and clears the approvals of its revision: the controller
+// never promotes it there. Each is an Event on the pipeline and a release log entry.
 //
 // Nothing is read from the API server for a signed request before its signature checks out:
 // the headers' format, the timestamp's window and this process's memory of used signatures
@@ -19,6 +27,7 @@
 package approval
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,35 +49,45 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/eventlog"
 	"github.com/release-controller/release-controller/internal/kubeauth"
 	"github.com/release-controller/release-controller/internal/pipeline/signature"
+	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
 )
 
-// Path is the route's pattern.
-const Path = "/pipelines/{namespace}/{name}/{environment}/{revision}/approve"
+// The routes' patterns.
+const (
+	Path       = "/pipelines/{namespace}/{name}/{environment}/{revision}/approve"
+	RejectPath = "/pipelines/{namespace}/{name}/{environment}/{revision}/reject"
+)
 
-// What a bearer token's user must be allowed: update on the pipelines/approval subresource
-// (which only RBAC knows of) in the pipeline's namespace.
+// What a bearer token's user must be allowed, to approve or reject: update on the
+// pipelines/approval subresource (which only RBAC knows of) in the pipeline's namespace.
 const (
 	approveVerb        = "update"
 	approveResource    = "pipelines"
 	approveSubresource = "approval"
 )
 
-// FieldManager is the field manager of the approvals recorded in pipelines' status.
+// FieldManager is the field manager of the approvals and rejections recorded in pipelines'
+// status.
 const FieldManager = "release-controller-approval"
 
-// maxBody bounds an approval's body (a comment, if anything).
+// maxBody bounds the body of an approval (read by nobody but the signature) or a rejection
+// (its reason, at most MaxReasonLength characters).
 const maxBody = 64 << 10
 
 // The api reads a pipeline from the API server once a request checked out (the catalog's
-// informer has list and watch), records the approval in the pipeline's status, and its
-// reviewer asks about tokens. Keys are read as the tenant (keys.go).
+// informer has list and watch), records approvals and rejections in the pipeline's status,
+// reports them as Events, and its reviewer asks about tokens. Keys are read as the tenant
+// (keys.go); release log entries are written through the release log's writer, whose rights
+// the api has for the Connect API.
 // +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines,verbs=get
 // +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines/status,verbs=patch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Pipelines finds pipelines in an informer cache (the server's catalog).
 type Pipelines interface {
@@ -76,7 +95,7 @@ type Pipelines interface {
 	Pipeline(namespace, name string) (*v1alpha1.Pipeline, bool)
 }
 
-// Handler serves approvals.
+// Handler serves approvals and rejections.
 type Handler struct {
 	// Client writes the pipelines' status; Live reads a pipeline from the API server once the
 	// request checked out; Pipelines finds it in the cache before.
@@ -89,28 +108,68 @@ type Handler struct {
 	// Verifier remembers the signatures this process accepted (the status records them for
 	// every replica).
 	Verifier *signature.Verifier
-	Now      func() time.Time
+	// Report records an Event on the pipeline for each approval and rejection; Log, when set,
+	// writes their release log entries.
+	Report eventlog.Recorder
+	Log    *releaselog.Writer
+	Now    func() time.Time
 }
 
 // NewHandler returns a handler: c writes approvals, live reads pipelines from the API server,
 // pipelines from the cache, keys reads approval keys, reviewer answers for bearer tokens.
+// Set Report and Log to have approvals and rejections recorded as Events and in the release
+// log.
 func NewHandler(c client.Client, live client.Reader, pipelines Pipelines, keys Keys, reviewer *kubeauth.Reviewer) *Handler {
 	return &Handler{Client: c, Live: live, Pipelines: pipelines, Keys: keys, Reviewer: reviewer, Verifier: signature.NewVerifier(nil), Now: time.Now}
 }
 
-// Register adds the route to s.
+// Register adds the routes to s.
 func Register(s *server.Server, h *Handler) {
-	s.Handle("POST "+Path, h, server.MaxBodyBytes(maxBody))
+	s.Handle("POST "+Path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(w, r, "recording an approval", h.approve) }),
+		server.MaxBodyBytes(maxBody))
+	s.Handle("POST "+RejectPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serve(w, r, "recording a rejection", h.reject) }),
+		server.MaxBodyBytes(maxBody))
 }
 
 // Response is the body of a recorded approval.
 type Response struct {
+	Namespace   string `json:"namespace"`
+	Pipeline    string `json:"pipeline"`
+	Environment string `json:"environment"`
+	Revision    string `json:"revision"`
+	// Approver is who sent this approval.
+	Approver string    `json:"approver"`
+	Time     time.Time `json:"time"`
+	// Approvers are every approver of the revision so far, in order, this one last.
+	Approvers []string `json:"approvers"`
+	// MinApprovers is how many distinct approvers the environment's policy needs.
+	MinApprovers int `json:"minApprovers"`
+	// PolicyMet is when the approvals met the policy (this one's time); absent while more
+	// are needed.
+	PolicyMet *time.Time `json:"policyMet,omitempty"`
+	// Warnings say what could not be reported of a recorded approval (its release log entry).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// RejectBody is the body of a rejection.
+type RejectBody struct {
+	// Reason is why the revision is rejected: required, at most MaxReasonLength characters.
+	Reason string `json:"reason"`
+}
+
+// RejectResponse is the body of a recorded rejection.
+type RejectResponse struct {
 	Namespace   string    `json:"namespace"`
 	Pipeline    string    `json:"pipeline"`
 	Environment string    `json:"environment"`
 	Revision    string    `json:"revision"`
-	Approver    string    `json:"approver"`
+	By          string    `json:"by"`
+	Reason      string    `json:"reason"`
 	Time        time.Time `json:"time"`
+	// Withdrawn are the approvers whose approvals of the revision the rejection cleared.
+	Withdrawn []string `json:"withdrawn,omitempty"`
+	// Warnings say what could not be reported of a recorded rejection (its release log entry).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // httpError is an answer other than 200.
@@ -134,13 +193,14 @@ func fail(code int, format string, args ...any) error {
 	return &httpError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	resp, err := h.approve(r)
+// serve answers r with what do returns: its JSON, or the refusal.
+func serve[T any](w http.ResponseWriter, r *http.Request, what string, do func(*http.Request) (T, error)) {
+	resp, err := do(r)
 	if err != nil {
 		var he *httpError
 		if !errors.As(err, &he) {
-			ctrl.LoggerFrom(r.Context()).Error(err, "recording an approval", "path", r.URL.Path)
-			he = &httpError{code: http.StatusInternalServerError, msg: "recording the approval failed: " + err.Error()}
+			ctrl.LoggerFrom(r.Context()).Error(err, what, "path", r.URL.Path)
+			he = &httpError{code: http.StatusInternalServerError, msg: what + " failed: " + err.Error()}
 		}
 		if he.code == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="release-controller"`)
@@ -152,12 +212,83 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
+// request is an approval or a rejection whose sender checked out.
+type request struct {
+	key           types.NamespacedName
+	env, revision string
+	body          []byte
+	who           Identity
+	// signed is the signature of a signed request, secret the name of the Secret whose key
+	// verified it.
+	signed *signature.Signed
+	secret string
+}
+
 func (h *Handler) approve(r *http.Request) (*Response, error) {
-	ctx := r.Context()
-	key := types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")}
-	envName, revision := r.PathValue("environment"), r.PathValue("revision")
-	body, err := io.ReadAll(r.Body)
+	req, err := h.check(r)
 	if err != nil {
+		return nil, err
+	}
+	now := h.Now().UTC()
+	var need int
+	p, rec, err := h.write(r.Context(), req, now, func(policy v1alpha1.Approval, current, previous *v1alpha1.EnvironmentStatus) (*v1alpha1.ApprovalRecord, []v1alpha1.RejectionRecord, error) {
+		need = MinApprovers(policy)
+		rec, err := Decide(policy, current, previous, req.who, req.revision, now)
+		return rec, current.Rejections, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	resp := &Response{Namespace: req.key.Namespace, Pipeline: req.key.Name, Environment: req.env, Revision: req.revision,
+		Approver: req.who.Name, Time: rec.Time.Time, Approvers: approverNames(rec), MinApprovers: need}
+	if rec.PolicyMet != nil {
+		resp.PolicyMet = &rec.PolicyMet.Time
+	}
+	resp.Warnings = h.reportApproval(r.Context(), p, req, rec, need)
+	return resp, nil
+}
+
+func (h *Handler) reject(r *http.Request) (*RejectResponse, error) {
+	req, err := h.check(r)
+	if err != nil {
+		return nil, err
+	}
+	var body RejectBody
+	dec := json.NewDecoder(bytes.NewReader(req.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		return nil, fail(http.StatusBadRequest, `a rejection's body is {"reason": "..."}: %v`, err)
+	}
+	if dec.More() {
+		return nil, fail(http.StatusBadRequest, `a rejection's body is one JSON object, {"reason": "..."}`)
+	}
+	now := h.Now().UTC()
+	var decided Rejection
+	p, _, err := h.write(r.Context(), req, now, func(policy v1alpha1.Approval, current, _ *v1alpha1.EnvironmentStatus) (*v1alpha1.ApprovalRecord, []v1alpha1.RejectionRecord, error) {
+		var err error
+		decided, err = DecideRejection(policy, current, req.who, req.revision, body.Reason, now)
+		return decided.Approval, decided.Rejections, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	rejected := decided.Rejections[len(decided.Rejections)-1]
+	resp := &RejectResponse{Namespace: req.key.Namespace, Pipeline: req.key.Name, Environment: req.env, Revision: req.revision,
+		By: rejected.By, Reason: rejected.Reason, Time: rejected.Time.Time, Withdrawn: decided.Withdrawn}
+	resp.Warnings = h.reportRejection(r.Context(), p, req, rejected, decided.Withdrawn)
+	return resp, nil
+}
+
+// check authenticates r and checks it against the cached pipeline: its sender may approve
+// or reject in the environment (RBAC, the policy's users and groups, the key of a signature).
+func (h *Handler) check(r *http.Request) (*request, error) {
+	ctx := r.Context()
+	req := &request{
+		key: types.NamespacedName{Namespace: r.PathValue("namespace"), Name: r.PathValue("name")},
+		env: r.PathValue("environment"), revision: r.PathValue("revision"),
+	}
+	var err error
+	if req.body, err = io.ReadAll(r.Body); err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return nil, fail(http.StatusRequestEntityTooLarge, "the body is larger than %d bytes", maxBody)
@@ -168,15 +299,13 @@ func (h *Handler) approve(r *http.Request) (*Response, error) {
 	// A bearer token is checked before anything is read, so that an unauthenticated caller
 	// learns nothing of the pipelines; a signature's headers, window and this process's
 	// memory of used signatures likewise.
-	approver := ""
-	var signed *signature.Signed
 	switch {
 	case r.Header.Get("Authorization") != "":
-		if approver, err = h.authorize(ctx, r.Header.Get("Authorization"), key); err != nil {
+		if req.who, err = h.authorize(ctx, r.Header.Get("Authorization"), req.key); err != nil {
 			return nil, err
 		}
 	case r.Header.Get(signature.HeaderSignature) == "" && r.Header.Get(signature.HeaderTimestamp) == "":
-		return nil, fail(http.StatusUnauthorized, "an approval is signed (%s and %s headers) or carries an Authorization: Bearer <token> header",
+		return nil, fail(http.StatusUnauthorized, "a request is signed (%s and %s headers) or carries an Authorization: Bearer <token> header",
 			signature.HeaderTimestamp, signature.HeaderSignature)
 	default:
 		s, err := signature.ParseHeaders(r.Header.Get(signature.HeaderTimestamp), r.Header.Get(signature.HeaderSignature))
@@ -186,103 +315,135 @@ func (h *Handler) approve(r *http.Request) (*Response, error) {
 		if err != nil {
 			return nil, signatureError(err)
 		}
-		signed = &s
+		req.signed = &s
+		req.who = Identity{Signed: true}
 	}
 
 	// A namespace or name no object can have names no pipeline.
-	if len(validation.IsDNS1123Label(key.Namespace)) > 0 || len(validation.IsDNS1123Subdomain(key.Name)) > 0 {
-		return nil, fail(http.StatusNotFound, "pipeline %s not found", key)
+	if len(validation.IsDNS1123Label(req.key.Namespace)) > 0 || len(validation.IsDNS1123Subdomain(req.key.Name)) > 0 {
+		return nil, fail(http.StatusNotFound, "pipeline %s not found", req.key)
 	}
-	cached, ok := h.Pipelines.Pipeline(key.Namespace, key.Name)
+	cached, ok := h.Pipelines.Pipeline(req.key.Namespace, req.key.Name)
 	if !ok {
-		return nil, fail(http.StatusNotFound, "pipeline %s not found", key)
+		return nil, fail(http.StatusNotFound, "pipeline %s not found", req.key)
 	}
-	env := environment(cached, envName)
+	env := environment(cached, req.env)
 	if env == nil {
-		return nil, fail(http.StatusNotFound, "pipeline %s has no environment %q", key, envName)
+		return nil, fail(http.StatusNotFound, "pipeline %s has no environment %q", req.key, req.env)
 	}
 	if env.Approval == nil {
-		return nil, fail(http.StatusConflict, "environment %q of pipeline %s does not ask for approval", envName, key)
+		return nil, fail(http.StatusConflict, "environment %q of pipeline %s does not ask for approval", req.env, req.key)
 	}
-	secretName := ""
-	if signed != nil {
-		if env.Approval.SecretRef == nil {
-			return nil, fail(http.StatusForbidden, "environment %q has no approval.secretRef, so it takes no signed (HMAC) requests: send a bearer token (Authorization: Bearer)", envName)
-		}
-		secretName = env.Approval.SecretRef.Name
-		secret, err := h.Keys.Key(ctx, cached, secretName)
+	// The policy refuses a signature without a key or under a policy naming people before
+	// the key is read, and a user it does not name before the pipeline is.
+	if err := Permit(*env.Approval, req.env, req.who); err != nil {
+		return nil, err
+	}
+	if req.signed != nil {
+		req.secret = env.Approval.SecretRef.Name
+		secret, err := h.Keys.Key(ctx, cached, req.secret)
 		if err != nil {
 			return nil, err
 		}
-		if err := h.Verifier.Accept(signature.Approval, secret, r.Method, r.URL.EscapedPath(), *signed, body); err != nil {
+		if err := h.Verifier.Accept(signature.Approval, secret, r.Method, r.URL.EscapedPath(), *req.signed, req.body); err != nil {
 			return nil, signatureError(err)
 		}
-		approver = "hmac:" + secretName
+		req.who = SignedIdentity(req.secret)
 	}
+	return req, nil
+}
 
-	now := h.Now().UTC()
-	at := metav1.NewTime(now.Truncate(time.Second))
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var p v1alpha1.Pipeline
-		if err := h.Live.Get(ctx, key, &p); err != nil {
+// change computes what a request changes in an environment's status from the live pipeline:
+// its approval record (nil: none) and its rejections. policy is the environment's, current its
+// status (at least its name), previous the status of the environment before it (nil for the
+// first).
+type change func(policy v1alpha1.Approval, current, previous *v1alpha1.EnvironmentStatus) (*v1alpha1.ApprovalRecord, []v1alpha1.RejectionRecord, error)
+
+// write reads the live pipeline, computes req's change and records it, with the used
+// signature of a signed request: a server-side apply of the environment's approval record and
+// rejections alone, conditioned on the resourceVersion read (two replicas cannot both record
+// one signature, nor two approvers both be the one that met a policy), retried on a
+// conflict. It returns the pipeline read and the approval record written.
+func (h *Handler) write(ctx context.Context, req *request, now time.Time, c change) (*v1alpha1.Pipeline, *v1alpha1.ApprovalRecord, error) {
+	var p v1alpha1.Pipeline
+	var record *v1alpha1.ApprovalRecord
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p = v1alpha1.Pipeline{}
+		if err := h.Live.Get(ctx, req.key, &p); err != nil {
 			if apierrors.IsNotFound(err) {
-				return fail(http.StatusNotFound, "pipeline %s not found", key)
+				return fail(http.StatusNotFound, "pipeline %s not found", req.key)
 			}
 			return err
 		}
 		// The pipeline may have changed since the cache's copy: the approval must still be
 		// asked for, with the key that verified the signature.
-		live := environment(&p, envName)
+		i := slices.IndexFunc(p.Spec.Environments, func(e v1alpha1.Environment) bool { return e.Name == req.env })
+		if i < 0 {
+			return fail(http.StatusNotFound, "pipeline %s has no environment %q", req.key, req.env)
+		}
+		live := p.Spec.Environments[i].Approval
 		switch {
 		case live == nil:
-			return fail(http.StatusNotFound, "pipeline %s has no environment %q", key, envName)
-		case live.Approval == nil:
-			return fail(http.StatusConflict, "environment %q of pipeline %s does not ask for approval", envName, key)
-		case signed != nil && live.Approval.SecretRef == nil:
-			return fail(http.StatusForbidden, "environment %q has no approval.secretRef, so it takes no signed (HMAC) requests: send a bearer token (Authorization: Bearer)", envName)
-		case signed != nil && live.Approval.SecretRef.Name != secretName:
+			return fail(http.StatusConflict, "environment %q of pipeline %s does not ask for approval", req.env, req.key)
+		case req.signed != nil && live.SecretRef != nil && live.SecretRef.Name != req.secret:
 			return fail(http.StatusConflict, "the approval key of environment %q of pipeline %s changed while the request was checked: sign it with the key of Secret %s",
-				envName, key, live.Approval.SecretRef.Name)
+				req.env, req.key, live.SecretRef.Name)
 		}
-		st := environmentStatus(&p, envName)
+		current := environmentStatus(&p, req.env)
+		if current == nil {
+			current = &v1alpha1.EnvironmentStatus{Name: req.env}
+		}
+		var previous *v1alpha1.EnvironmentStatus
+		if i > 0 {
+			previous = environmentStatus(&p, p.Spec.Environments[i-1].Name)
+		}
 		var used []v1alpha1.UsedSignature
-		if st != nil && st.Approval != nil {
-			used = st.Approval.UsedSignatures
+		if current.Approval != nil {
+			used = current.Approval.UsedSignatures
 		}
 		var digest string
 		var expires time.Time
-		if signed != nil {
-			digest, expires = signed.Digest(), signed.Expires()
+		if req.signed != nil {
+			digest, expires = req.signed.Digest(), req.signed.Expires()
 		}
 		used, err := RecordSignature(used, digest, expires, now)
 		if err != nil {
 			return err
 		}
-		if err := waiting(st, envName, revision); err != nil {
-			return err
-		}
-		// Server-side apply of the approval alone (the used signatures with it), on the
-		// condition that the pipeline is still the one checked (its resourceVersion): two
-		// replicas cannot both record one signature, and the controller's part of the
-		// status is left to it.
-		record, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v1alpha1.ApprovalRecord{Revision: revision, Approver: approver, Time: at, UsedSignatures: used})
+		rec, rejections, err := c(*live, current, previous)
 		if err != nil {
 			return err
 		}
-		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{
-			"environments": []any{map[string]any{"name": envName, "approval": record}},
-		}}}
+		if rec == nil && len(used) > 0 {
+			// A signed rejection: its signature is kept in a record of no revision.
+			rec = &v1alpha1.ApprovalRecord{Time: metav1.NewTime(now.Truncate(time.Second))}
+		}
+		if rec != nil {
+			rec.UsedSignatures = used
+			if len(rec.Approvers) == 0 && rec.Approver == "" && len(used) == 0 {
+				// Nothing left to record: no approval, no signature to refuse again.
+				rec = nil
+			}
+		}
+		record = rec
+		// The route's whole part of the environment's status, every time: server-side apply
+		// removes what its field manager applied before and leaves out now (a cleared
+		// approval record), and the controller's part is left to it.
+		item, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v1alpha1.EnvironmentStatus{Name: req.env, Approval: rec, Rejections: rejections})
+		if err != nil {
+			return err
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"environments": []any{item}}}}
 		u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Pipeline"))
-		u.SetNamespace(key.Namespace)
-		u.SetName(key.Name)
+		u.SetNamespace(req.key.Namespace)
+		u.SetName(req.key.Name)
 		u.SetResourceVersion(p.ResourceVersion)
 		return h.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	ctrl.LoggerFrom(ctx).Info("approval recorded", "pipeline", key, "environment", envName, "revision", revision, "approver", approver)
-	return &Response{Namespace: key.Namespace, Pipeline: key.Name, Environment: envName, Revision: revision, Approver: approver, Time: at.Time}, nil
+	return &p, record, nil
 }
 
 // RecordSignature is the list of used signatures after accepting the one of digest (empty:
@@ -310,22 +471,6 @@ func RecordSignature(used []v1alpha1.UsedSignature, digest string, expires, now 
 	return append(kept, v1alpha1.UsedSignature{SHA256: digest, Expires: metav1.NewTime(expires.UTC().Truncate(time.Second).Add(time.Second))}), nil
 }
 
-// waiting checks that s waits for the approval of revision.
-func waiting(s *v1alpha1.EnvironmentStatus, env, revision string) error {
-	switch {
-	case s == nil || s.WaitingApproval == nil:
-		if s != nil && s.LastPromotion != nil && s.LastPromotion.Revision == revision {
-			return fail(http.StatusConflict, "environment %q was promoted to %s already", env, revision)
-		}
-		return fail(http.StatusConflict, "environment %q is not waiting for an approval", env)
-	case s.WaitingApproval.Revision != revision:
-		return fail(http.StatusConflict, "environment %q waits for the approval of revision %s, not %s", env, s.WaitingApproval.Revision, revision)
-	case s.Approval != nil && s.Approval.Revision == revision:
-		return fail(http.StatusConflict, "revision %s of environment %q is approved already (by %s)", revision, env, s.Approval.Approver)
-	}
-	return nil
-}
-
 // signatureError answers a refused signature; no message quotes an HMAC.
 func signatureError(err error) error {
 	switch {
@@ -338,38 +483,38 @@ func signatureError(err error) error {
 }
 
 // authorize checks a bearer token: its user must be allowed to update pipelines/approval of
-// the pipeline. It returns the username.
-func (h *Handler) authorize(ctx context.Context, authorization string, key types.NamespacedName) (string, error) {
+// the pipeline. It returns the user and their groups.
+func (h *Handler) authorize(ctx context.Context, authorization string, key types.NamespacedName) (Identity, error) {
 	token, err := kubeauth.BearerToken(authorization)
 	if err != nil {
-		return "", fail(http.StatusUnauthorized, "%v", err)
+		return Identity{}, fail(http.StatusUnauthorized, "%v", err)
 	}
 	id, err := h.Reviewer.Authenticate(ctx, token)
 	if err != nil {
-		return "", fmt.Errorf("checking the bearer token with the API server: %w", err)
+		return Identity{}, fmt.Errorf("checking the bearer token with the API server: %w", err)
 	}
 	if !id.Authenticated {
 		msg := "the bearer token is not valid"
 		if id.Error != "" {
 			msg += ": " + id.Error
 		}
-		return "", fail(http.StatusUnauthorized, "%s", msg)
+		return Identity{}, fail(http.StatusUnauthorized, "%s", msg)
 	}
 	d, err := h.Reviewer.Authorize(ctx, id.User, kubeauth.Access{Resource: &authorizationv1.ResourceAttributes{
 		Namespace: key.Namespace, Verb: approveVerb, Group: v1alpha1.GroupVersion.Group,
 		Resource: approveResource, Subresource: approveSubresource, Name: key.Name,
 	}})
 	if err != nil {
-		return "", fmt.Errorf("checking %q's permissions with the API server: %w", id.User.Username, err)
+		return Identity{}, fmt.Errorf("checking %q's permissions with the API server: %w", id.User.Username, err)
 	}
 	if !d.Allowed {
-		msg := fmt.Sprintf("user %q may not %s %s/%s of pipeline %s, which approving needs", id.User.Username, approveVerb, approveResource, approveSubresource, key)
+		msg := fmt.Sprintf("user %q may not %s %s/%s of pipeline %s, which approving and rejecting need", id.User.Username, approveVerb, approveResource, approveSubresource, key)
 		if d.Reason != "" {
 			msg += " (" + d.Reason + ")"
 		}
-		return "", fail(http.StatusForbidden, "%s", msg)
+		return Identity{}, fail(http.StatusForbidden, "%s", msg)
 	}
-	return id.User.Username, nil
+	return Identity{Name: id.User.Username, Groups: id.User.Groups}, nil
 }
 
 func environment(p *v1alpha1.Pipeline, name string) *v1alpha1.Environment {

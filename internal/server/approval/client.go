@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -37,7 +38,7 @@ func Command(server, namespace, name, environment, revision string) string {
 	return shellquote.Join(CommandArgv(server, namespace, name, environment, revision)...)
 }
 
-// Request is an approval to send.
+// Request is an approval, or a rejection, to send.
 type Request struct {
 	// Server is the release-controller's URL, e.g. http://127.0.0.1:8080.
 	Server                                     string
@@ -50,7 +51,12 @@ type Request struct {
 }
 
 // URL is the approval's URL: the route with each part escaped, under the server's path.
-func (r Request) URL() (*url.URL, error) {
+func (r Request) URL() (*url.URL, error) { return r.url("approve") }
+
+// RejectURL is the rejection's URL.
+func (r Request) RejectURL() (*url.URL, error) { return r.url("reject") }
+
+func (r Request) url(verb string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimSuffix(r.Server, "/"))
 	if err != nil {
 		return nil, err
@@ -59,7 +65,7 @@ func (r Request) URL() (*url.URL, error) {
 	for _, p := range []string{r.Namespace, r.Pipeline, r.Environment, r.Revision} {
 		raw += "/" + url.PathEscape(p)
 	}
-	raw += "/approve"
+	raw += "/" + verb
 	if u.Path, err = url.PathUnescape(raw); err != nil {
 		return nil, err
 	}
@@ -70,16 +76,47 @@ func (r Request) URL() (*url.URL, error) {
 // Send posts the approval and returns what the server recorded; an error carries the
 // server's message.
 func (r Request) Send(ctx context.Context, c *http.Client) (*Response, error) {
-	if c == nil {
-		c = http.DefaultClient
-	}
 	u, err := r.URL()
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), nil)
+	var out Response
+	if err := r.post(ctx, c, u, nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Reject posts the rejection of the revision, for reason, and returns what the server
+// recorded; an error carries the server's message.
+func (r Request) Reject(ctx context.Context, c *http.Client, reason string) (*RejectResponse, error) {
+	u, err := r.RejectURL()
 	if err != nil {
 		return nil, err
+	}
+	body, err := json.Marshal(RejectBody{Reason: reason})
+	if err != nil {
+		return nil, err
+	}
+	var out RejectResponse
+	if err := r.post(ctx, c, u, body, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// post sends body to u, signed with Key or with Token as a bearer token, and decodes the
+// answer into out.
+func (r Request) post(ctx context.Context, c *http.Client, u *url.URL, body []byte, out any) error {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	switch {
 	case len(r.Key) > 0:
@@ -89,30 +126,29 @@ func (r Request) Send(ctx context.Context, c *http.Client) (*Response, error) {
 		}
 		ts := now().UTC().Format(time.RFC3339)
 		req.Header.Set(signature.HeaderTimestamp, ts)
-		req.Header.Set(signature.HeaderSignature, signature.Header(r.Key, http.MethodPost, u.EscapedPath(), ts, nil))
+		req.Header.Set(signature.HeaderSignature, signature.Header(r.Key, http.MethodPost, u.EscapedPath(), ts, body))
 	case r.Token != "":
 		req.Header.Set("Authorization", "Bearer "+r.Token)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(data))}
+		return &StatusError{Code: resp.StatusCode, Message: strings.TrimSpace(string(data))}
 	}
-	var out Response
-	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, fmt.Errorf("reading the server's answer: %w", err)
+	if err := json.Unmarshal(data, out); err != nil {
+		return fmt.Errorf("reading the server's answer: %w", err)
 	}
-	return &out, nil
+	return nil
 }
 
-// StatusError is a refused approval.
+// StatusError is a refused approval or rejection.
 type StatusError struct {
 	Code    int
 	Message string

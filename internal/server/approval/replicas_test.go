@@ -19,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -88,6 +89,12 @@ type replica struct {
 // with the test's administrator rights) until the test ends.
 func startReplica(t *testing.T, defaultServiceAccount string) *replica {
 	t.Helper()
+	return startReplicaWith(t, defaultServiceAccount, nil)
+}
+
+// startReplicaWith is startReplica with its handler configured by configure (Report, Log).
+func startReplicaWith(t *testing.T, defaultServiceAccount string, configure func(*approval.Handler)) *replica {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := cache.New(env.Config, cache.Options{Scheme: manager.NewScheme()})
 	if err != nil {
@@ -106,6 +113,9 @@ func startReplica(t *testing.T, defaultServiceAccount string) *replica {
 		keys: &countingKeys{Keys: approval.NewTenantKeys(env.Config, env.Client, defaultServiceAccount)},
 	}
 	h := approval.NewHandler(env.Client, rep.live, cachePipelines{c}, rep.keys, kubeauth.NewReviewer(env.Client, kubeauth.Options{}))
+	if configure != nil {
+		configure(h)
+	}
 	s := server.New()
 	approval.Register(s, h)
 	srv := httptest.NewServer(s.Handler())
@@ -148,18 +158,31 @@ func setup(t *testing.T, key []byte, revision string, mutate func(*v1alpha1.Pipe
 	return p
 }
 
-// wait makes prod of p wait for the approval of revision, as the controller would.
+// wait makes prod of p wait for the approval of revision, as the controller would: a
+// server-side apply of the environments' status without the approval route's part.
 func wait(t *testing.T, p *v1alpha1.Pipeline, revision string) {
 	t.Helper()
-	g := NewWithT(t)
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), p)).To(Succeed())
-	var approval *v1alpha1.ApprovalRecord
-	if len(p.Status.Environments) == 2 {
-		approval = p.Status.Environments[1].Approval
+	waitFor(t, p, map[string]string{"prod": revision})
+}
+
+// waitFor makes each environment of p named in revisions wait for the approval of its
+// revision, and the others wait for nothing.
+func waitFor(t *testing.T, p *v1alpha1.Pipeline, revisions map[string]string) {
+	t.Helper()
+	var envs []any
+	for _, e := range p.Spec.Environments {
+		item := map[string]any{"name": e.Name}
+		if rev := revisions[e.Name]; rev != "" {
+			item["waitingApproval"] = map[string]any{"revision": rev, "since": metav1.Now().UTC().Format(time.RFC3339)}
+		}
+		envs = append(envs, item)
 	}
-	p.Status.Environments = []v1alpha1.EnvironmentStatus{{Name: "dev"}, {Name: "prod",
-		WaitingApproval: &v1alpha1.WaitingApproval{Revision: revision, Since: metav1.Now()}, Approval: approval}}
-	g.Expect(env.Client.Status().Update(context.Background(), p)).To(Succeed())
+	u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"environments": envs}}}
+	u.SetGroupVersionKind(v1alpha1.GroupVersion.WithKind("Pipeline"))
+	u.SetNamespace(p.Namespace)
+	u.SetName(p.Name)
+	NewWithT(t).Expect(env.Client.Status().Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner("release-controller"), client.ForceOwnership)).To(Succeed())
 }
 
 // send posts req, signed at signedAt, to the replica; it returns the status code and message.
