@@ -80,14 +80,15 @@ const maxBody = 64 << 10
 
 // The api reads a pipeline from the API server once a request checked out (the catalog's
 // informer has list and watch), records approvals and rejections in the pipeline's status,
-// reports them as Events, and its reviewer asks about tokens. Keys are read as the tenant
+// reports them as Events (create only: an approval's note never recurs, which is when the
+// event recorder would patch a series), and its reviewer asks about tokens. Keys are read as the tenant
 // (keys.go); release log entries are written through the release log's writer, whose rights
 // the api has for the Connect API.
 // +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines,verbs=get
 // +kubebuilder:rbac:groups=release-controller.dev,resources=pipelines/status,verbs=patch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
 
 // Pipelines finds pipelines in an informer cache (the server's catalog).
 type Pipelines interface {

@@ -4,7 +4,8 @@
 // API and Cincinnati graph (osrc), pipeline approvals (approval) and the signatures
 // (signatures). Streams, payloads and pipelines are read from a catalog that the manager's
 // informers keep current, the release log from its informer-fed store; the only writes are
-// release log entries (through the release log's writer) and approvals.
+// release log entries (through the release log's writer), and approvals and rejections (with
+// their Events and release log entries).
 package assemble
 
 import (
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/release-controller/release-controller/internal/changelog"
+	"github.com/release-controller/release-controller/internal/eventlog"
 	"github.com/release-controller/release-controller/internal/kubeauth"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
@@ -86,7 +88,10 @@ func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
 	mcp.Register(s, opts.Log.Store, opts.Log, cat, opts.ChangeLogs)
 	web.Register(s, opts.Log.Store, opts.Log)
 	keys := approval.NewTenantKeys(mgr.GetConfig(), mgr.GetAPIReader(), opts.DefaultServiceAccount)
-	approval.Register(s, approval.NewHandler(mgr.GetClient(), mgr.GetAPIReader(), cat, keys, reviewer))
+	approvals := approval.NewHandler(mgr.GetClient(), mgr.GetAPIReader(), cat, keys, reviewer)
+	approvals.Report = eventlog.Recorder{Events: mgr.GetEventRecorder(eventlog.Reporter)}
+	approvals.Log = writer
+	approval.Register(s, approvals)
 	osrc.Register(s, cat, osrc.Options{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL, PublicURL: opts.PublicURL, Clock: opts.Log.Clock})
 	if opts.Signatures != nil {
 		signatures.Register(s, opts.Signatures)
