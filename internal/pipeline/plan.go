@@ -34,6 +34,9 @@ type Action struct {
 	Revision string
 	// Approver approved it, when the environment asked for approval.
 	Approver string
+	// RollbackFrom is set on a rollback (Rollbacks): the revision whose verification failed,
+	// which Revision replaces; Failed names the verifications that failed.
+	RollbackFrom, Failed string
 }
 
 // PromotionID identifies the promotion of revision into env of the pipeline uid: the release
@@ -49,7 +52,9 @@ func PromotionID(uid, env, revision string) string {
 // Environment i+1 is due revision R when every target of environment i is ready at R and
 // environment i+1 neither has R on every target nor was promoted to R already (a promotion in
 // progress, or one a person rolled back: not redone). The first environment is due the
-// source's revision on the same terms. An environment that asks for approval gets
+// source's revision on the same terms. A revision marked unpromotable is never due, and one
+// the previous environment verifies (environments[].verification) is due only once it passed
+// there (Promotable). An environment that asks for approval gets
 // WaitingApproval instead, until an approval of that revision is recorded. An environment with
 // a target not observed (an unreachable cluster, a cache not synced yet, an app the pipeline's
 // account may not get) is neither promoted nor promotes the next. A suspended pipeline
@@ -68,6 +73,7 @@ func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision s
 			s.Approval = prev.Approval.DeepCopy()
 			s.WaitingApproval = prev.WaitingApproval.DeepCopy()
 		}
+		CarryVerification(&s, previous[env.Name])
 		var obs []TargetObservation
 		if i < len(observed) {
 			obs = observed[i]
@@ -84,6 +90,7 @@ func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision s
 		case envs[i-1].Ready:
 			due = envs[i-1].Revision
 		}
+		due = Promotable(p, envs, i, due)
 		cur := &envs[i]
 		if due == "" || !reachable || hasRevision(cur.Targets, due) ||
 			(cur.LastPromotion != nil && cur.LastPromotion.Revision == due) {
@@ -178,12 +185,15 @@ func hasRevision(targets []v1alpha1.TargetStatus, rev string) bool {
 	return len(targets) > 0
 }
 
-// RecordPromotion records a promotion carried out into envs[a.Env]: LastPromotion, and no
-// more waiting for approval.
+// RecordPromotion records a promotion carried out into envs[a.Env]: LastPromotion, no more
+// waiting for approval, and LastRollback for a rollback.
 func RecordPromotion(envs []v1alpha1.EnvironmentStatus, a Action, id, strategy string, now time.Time) {
 	e := &envs[a.Env]
 	e.LastPromotion = &v1alpha1.PromotionRecord{ID: id, Revision: a.Revision, Strategy: strategy, Time: metav1.NewTime(now), Approver: a.Approver}
 	e.WaitingApproval = nil
+	if a.RollbackFrom != "" {
+		e.LastRollback = &v1alpha1.RollbackRecord{From: a.RollbackFrom, To: a.Revision, Time: metav1.NewTime(now)}
+	}
 }
 
 // ClusterProblem is a cluster a reconcile could not read.
@@ -295,8 +305,8 @@ func SetConditions(conds *[]metav1.Condition, generation int64, envs []v1alpha1.
 // False with its reason and message, and Stalled when the spec can never work, else
 // Reconciling (ProgressingWithRetry: it is retried); without one, Reconciling (Progressing)
 // says that an environment's last promotion is rolling out — its revision is on some target
-// but not ready on all — unless the pipeline is suspended. It is pure but for conditions'
-// transition times (now).
+// but not ready on all — or that its verification is running, unless the pipeline is
+// suspended. It is pure but for conditions' transition times (now).
 func SetProgress(conds *[]metav1.Condition, generation int64, envs []v1alpha1.EnvironmentStatus, suspended bool, err error, now time.Time) {
 	if s, failed := eventlog.Summarize(err); failed {
 		msg := truncate(s.Message, 1024)
@@ -309,7 +319,7 @@ func SetProgress(conds *[]metav1.Condition, generation int64, envs []v1alpha1.En
 		return
 	}
 	if !suspended {
-		if rollout := RollingOut(envs); rollout != "" {
+		if rollout := joinNonEmpty(RollingOut(envs), Verifying(envs)); rollout != "" {
 			conditions.SetProgress(conds, generation, conditions.Progress{Reconciling: true, Reason: v1alpha1.ReasonProgressing, Message: rollout}, now)
 			return
 		}
