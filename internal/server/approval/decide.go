@@ -164,7 +164,7 @@ func DecideRejection(policy v1alpha1.Approval, current *v1alpha1.EnvironmentStat
 	case rec == nil || rec.Revision != revision:
 		out.Approval = rec.DeepCopy()
 	default:
-		out.Withdrawn = approverNames(pending(rec, revision))
+		out.Withdrawn = recordedNames(rec)
 		if len(rec.UsedSignatures) > 0 {
 			// The signatures stay refused within their window, in a record of no revision:
 			// nothing reads it as an approval of the rejected one.
@@ -190,20 +190,18 @@ func waiting(s *v1alpha1.EnvironmentStatus, revision string) error {
 
 // pending is a copy of the approval record rec when it is of revision, else a new record of
 // revision (with rec's used signatures, which are the environment's). A record written before
-// approval policies (an approver, no approvers) is read as one approval that met the policy.
+// approval policies (an approver, no approvers, no policyMet) holds no approval that counts:
+// the controller promotes on policyMet only, so the revision is approved again.
 func pending(rec *v1alpha1.ApprovalRecord, revision string) *v1alpha1.ApprovalRecord {
-	if rec == nil {
+	switch {
+	case rec == nil:
 		return &v1alpha1.ApprovalRecord{Revision: revision}
-	}
-	if rec.Revision != revision {
+	case rec.Revision != revision:
 		return &v1alpha1.ApprovalRecord{Revision: revision, UsedSignatures: slices.Clone(rec.UsedSignatures)}
 	}
 	out := rec.DeepCopy()
-	if len(out.Approvers) == 0 && out.Approver != "" {
-		out.Approvers = []v1alpha1.Approver{{Name: out.Approver, Time: out.Time}}
-		if out.PolicyMet == nil {
-			out.PolicyMet = out.Time.DeepCopy()
-		}
+	if out.PolicyMet == nil {
+		out.Approver = ""
 	}
 	return out
 }
@@ -213,10 +211,20 @@ func pending(rec *v1alpha1.ApprovalRecord, revision string) *v1alpha1.ApprovalRe
 func approvedBy(s *v1alpha1.EnvironmentStatus, revision string) []string {
 	var names []string
 	if s.Approval != nil && s.Approval.Revision == revision {
-		names = approverNames(pending(s.Approval, revision))
+		names = recordedNames(s.Approval)
 	}
 	if lp := s.LastPromotion; lp != nil && lp.Revision == revision && lp.Approver != "" {
 		names = append(names, lp.Approver)
+	}
+	return names
+}
+
+// recordedNames are everyone rec names as an approver: its approvers, and its approver (of a
+// record written before approval policies, the only one).
+func recordedNames(rec *v1alpha1.ApprovalRecord) []string {
+	names := approverNames(rec)
+	if rec.Approver != "" && !slices.Contains(names, rec.Approver) {
+		names = append(names, rec.Approver)
 	}
 	return names
 }

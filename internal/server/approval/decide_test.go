@@ -133,13 +133,19 @@ func TestDecide(t *testing.T) {
 				return s
 			}(),
 			wantCode: http.StatusConflict, wantMsg: "is approved already: its approval policy was met at 2026-03-25T11:00:00Z (approvers: alice, bob)"},
-		{name: "approved already, recorded before approval policies", policy: v1alpha1.Approval{}, who: user("carol"), revision: "1.0.3",
+		{name: "a record written before approval policies does not count", policy: v1alpha1.Approval{}, who: user("alice"), revision: "1.0.3",
 			current: func() *v1alpha1.EnvironmentStatus {
 				s := waitingFor("1.0.3")
 				s.Approval = &v1alpha1.ApprovalRecord{Revision: "1.0.3", Approver: "alice", Time: earlier}
 				return s
 			}(),
-			wantCode: http.StatusConflict, wantMsg: "(approvers: alice)"},
+			wantApprovers: []string{"alice"}, wantMet: true},
+		{name: "separation of duties: the previous environment's approver, recorded before approval policies", policy: v1alpha1.Approval{SeparationOfDuties: true},
+			current: waitingFor("1.0.3"), who: user("alice"), revision: "1.0.3",
+			previous: staging(func(s *v1alpha1.EnvironmentStatus) {
+				s.Approval = &v1alpha1.ApprovalRecord{Revision: "1.0.3", Approver: "alice", Time: earlier}
+			}),
+			wantCode: http.StatusForbidden, wantMsg: "separation of duties"},
 		{name: "a rejected revision", policy: two, who: user("alice"), revision: "1.0.3",
 			current: func() *v1alpha1.EnvironmentStatus {
 				s := waitingFor("1.0.3")
@@ -222,6 +228,11 @@ func TestDecideRejection(t *testing.T) {
 			current:        with(waitingFor("1.0.3", "hmac:prod-approvals"), func(s *v1alpha1.EnvironmentStatus) { s.Approval.UsedSignatures = used }),
 			wantRejections: []string{"1.0.3"}, wantWithdrawn: []string{"hmac:prod-approvals"},
 			wantApproval: &v1alpha1.ApprovalRecord{Time: earlier, UsedSignatures: used}},
+		{name: "the approver of a record written before approval policies is withdrawn", who: user("bob"), revision: "1.0.3", reason: "CVE",
+			current: with(waitingFor("1.0.3"), func(s *v1alpha1.EnvironmentStatus) {
+				s.Approval = &v1alpha1.ApprovalRecord{Revision: "1.0.3", Approver: "alice", Time: earlier}
+			}),
+			wantRejections: []string{"1.0.3"}, wantWithdrawn: []string{"alice"}},
 		{name: "a revision not there yet, the pending approvals of another kept", current: waitingFor("1.0.3", "alice"), who: user("bob"), revision: "1.0.4", reason: "CVE",
 			wantRejections: []string{"1.0.4"}, wantApproval: waitingFor("1.0.3", "alice").Approval},
 		{name: "the oldest rejection goes past the bound", current: with(waitingFor("1.0.3"), func(s *v1alpha1.EnvironmentStatus) { s.Rejections = rejected(v1alpha1.MaxRejections) }),
