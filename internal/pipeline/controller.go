@@ -332,6 +332,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *v1alpha1.Pipeline, ps *pa
 	if len(obs.hidden) > 0 && (ps.retry == 0 || r.AccessTTL < ps.retry) {
 		ps.retry = r.AccessTTL
 	}
+	// Come back when a soak ends: nothing else says so.
+	ps.retry = RetryAfter(ps.retry, now, SoakWake(envs))
 	return ps.promoteErr
 }
 

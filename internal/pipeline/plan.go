@@ -59,6 +59,9 @@ func PromotionID(uid, env, revision string) string {
 // a target not observed (an unreachable cluster, a cache not synced yet, an app the pipeline's
 // account may not get) is neither promoted nor promotes the next. A suspended pipeline
 // (spec.suspend) gets its status but no actions.
+//
+// Soak: environment i+1 takes what environment i is ready at only once its soak is over
+// (SetSoak, Soaked).
 func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision string, now time.Time) ([]v1alpha1.EnvironmentStatus, []Action) {
 	previous := map[string]*v1alpha1.EnvironmentStatus{}
 	for i := range p.Status.Environments {
@@ -79,6 +82,7 @@ func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision s
 			obs = observed[i]
 		}
 		reachable := observeTargets(&s, env.Targets, obs)
+		SetSoak(&s, previous[env.Name], reachable, MinSoak(p, i), now)
 		envs[i] = s
 
 		// What is due here: the source's newest revision, or what the previous environment
@@ -87,7 +91,7 @@ func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision s
 		switch {
 		case i == 0:
 			due = sourceRevision
-		case envs[i-1].Ready:
+		case Soaked(envs[i-1]):
 			due = envs[i-1].Revision
 		}
 		due = Promotable(p, envs, i, due)

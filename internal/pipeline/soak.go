@@ -1,0 +1,97 @@
+package pipeline
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+// MinSoak is how long environment i of p must have been ready at a revision before the next
+// environment takes it: the minSoak of the environment's promotion, else of spec.promotion.
+// Zero for the last environment (no environment waits on it) and when neither says.
+func MinSoak(p *v1alpha1.Pipeline, i int) time.Duration {
+	if i+1 >= len(p.Spec.Environments) {
+		return 0
+	}
+	if promo := p.Spec.Environments[i].Promotion; promo != nil && promo.MinSoak != nil {
+		return promo.MinSoak.Duration
+	}
+	if promo := p.Spec.Promotion; promo != nil && promo.MinSoak != nil {
+		return promo.MinSoak.Duration
+	}
+	return 0
+}
+
+// SetSoak sets the soak of environment s (observed now; prev its previous status, nil when
+// none) for a soak of minSoak: readySince, when every target became ready at s.Revision, and
+// soakUntil, when the soak is over (absent once it is, and without a soak).
+//
+// readySince is kept while the environment stays ready at the same revision, and reset when
+// its revision changes or a target is not ready. An environment not observed (a cluster
+// unreachable, a cache not synced after a restart) is not known to have changed: its soak is
+// kept as it was, so that a controller's restart does not start every soak again; when it is
+// observed again ready, the soak kept goes on (a revision changed by hand meanwhile is not
+// seen). It is pure.
+func SetSoak(s *v1alpha1.EnvironmentStatus, prev *v1alpha1.EnvironmentStatus, observed bool, minSoak time.Duration, now time.Time) {
+	s.ReadySince, s.SoakUntil = nil, nil
+	if minSoak <= 0 {
+		return
+	}
+	switch {
+	case !observed:
+		if prev != nil {
+			s.ReadySince = prev.ReadySince.DeepCopy()
+		}
+	case !s.Ready:
+		return
+	case prev != nil && prev.ReadySince != nil && (prev.Revision == s.Revision || !prev.Ready):
+		// Ready at the soak's revision, or back from not being observed (a soak is reset, not
+		// kept, when a target is seen not ready).
+		s.ReadySince = prev.ReadySince.DeepCopy()
+	default:
+		since := metav1.NewTime(now)
+		s.ReadySince = &since
+	}
+	if s.ReadySince == nil {
+		return
+	}
+	if until := s.ReadySince.Add(minSoak); now.Before(until) {
+		u := metav1.NewTime(until)
+		s.SoakUntil = &u
+	}
+}
+
+// Soaked reports whether the next environment may take what e is at: every target is ready at
+// it and its soak, if any, is over.
+func Soaked(e v1alpha1.EnvironmentStatus) bool {
+	return e.Ready && e.SoakUntil == nil
+}
+
+// SoakWake is when the first soak of envs ends (zero: none runs): the moment the next
+// environment may take its revision, when the pipeline is reconciled again.
+func SoakWake(envs []v1alpha1.EnvironmentStatus) time.Time {
+	var wake time.Time
+	for _, e := range envs {
+		if e.SoakUntil != nil && (wake.IsZero() || e.SoakUntil.Before(&metav1.Time{Time: wake})) {
+			wake = e.SoakUntil.Time
+		}
+	}
+	return wake
+}
+
+// RetryAfter is how soon to reconcile again at now: retry (zero: no need), or sooner when one
+// of wakes (zero ones ignored) comes first. A wake that has passed asks for at once (a
+// millisecond: zero would mean never).
+func RetryAfter(retry time.Duration, now time.Time, wakes ...time.Time) time.Duration {
+	for _, w := range wakes {
+		if w.IsZero() {
+			continue
+		}
+		if d := max(w.Sub(now), time.Millisecond); retry == 0 || d < retry {
+			retry = d
+		}
+	}
+	return retry
+}

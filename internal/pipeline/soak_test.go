@@ -1,0 +1,169 @@
+package pipeline
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/release-controller/release-controller/api/v1alpha1"
+)
+
+func soak(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
+
+func mt(t time.Time) *metav1.Time { m := metav1.NewTime(t); return &m }
+
+func TestMinSoak(t *testing.T) {
+	p := threeEnvs(false)
+	if got := MinSoak(p, 0); got != 0 {
+		t.Errorf("no minSoak anywhere: %s", got)
+	}
+	p.Spec.Promotion = &v1alpha1.Promotion{MinSoak: soak(2 * time.Hour)}
+	p.Spec.Environments[1].Promotion = &v1alpha1.Promotion{Strategy: v1alpha1.StrategyPatch}
+	p.Spec.Environments[0].Promotion = &v1alpha1.Promotion{MinSoak: soak(10 * time.Minute)}
+	for i, want := range []time.Duration{10 * time.Minute, 2 * time.Hour, 0} {
+		if got := MinSoak(p, i); got != want {
+			t.Errorf("MinSoak of %s = %s, want %s", p.Spec.Environments[i].Name, got, want)
+		}
+	}
+}
+
+func TestSetSoak(t *testing.T) {
+	const hour = time.Hour
+	ready := func(rev string, since *metav1.Time) *v1alpha1.EnvironmentStatus {
+		return &v1alpha1.EnvironmentStatus{Name: "staging", Revision: rev, Ready: true, ReadySince: since}
+	}
+	tests := []struct {
+		name     string
+		prev     *v1alpha1.EnvironmentStatus
+		cur      v1alpha1.EnvironmentStatus
+		observed bool
+		soak     time.Duration
+		since    *metav1.Time
+		until    *metav1.Time
+	}{
+		{name: "no soak: neither",
+			cur: *ready("2", nil), observed: true},
+		{name: "ready for the first time: the soak starts now",
+			cur: *ready("2", nil), observed: true, soak: hour,
+			since: mt(t0), until: mt(t0.Add(hour))},
+		{name: "ready at a new revision: it starts again",
+			prev: ready("1", mt(t0.Add(-5*hour))), cur: *ready("2", nil), observed: true, soak: hour,
+			since: mt(t0), until: mt(t0.Add(hour))},
+		{name: "still ready at the same revision: kept",
+			prev: ready("2", mt(t0.Add(-10*time.Minute))), cur: *ready("2", nil), observed: true, soak: hour,
+			since: mt(t0.Add(-10 * time.Minute)), until: mt(t0.Add(50 * time.Minute))},
+		{name: "soaked long enough: kept, no soakUntil",
+			prev: ready("2", mt(t0.Add(-2*hour))), cur: *ready("2", nil), observed: true, soak: hour,
+			since: mt(t0.Add(-2 * hour))},
+		{name: "a target not ready: reset",
+			prev: ready("2", mt(t0.Add(-10*time.Minute))), cur: v1alpha1.EnvironmentStatus{Revision: "2"}, observed: true, soak: hour},
+		{name: "ready again after that: from now",
+			prev: &v1alpha1.EnvironmentStatus{Revision: "2"}, cur: *ready("2", nil), observed: true, soak: hour,
+			since: mt(t0), until: mt(t0.Add(hour))},
+		{name: "not observed (a cluster unreachable, a restart): kept as it was",
+			prev: ready("2", mt(t0.Add(-10*time.Minute))), cur: v1alpha1.EnvironmentStatus{}, soak: hour,
+			since: mt(t0.Add(-10 * time.Minute)), until: mt(t0.Add(50 * time.Minute))},
+		{name: "observed again, ready: the soak goes on",
+			prev: &v1alpha1.EnvironmentStatus{ReadySince: mt(t0.Add(-10 * time.Minute))}, cur: *ready("2", nil), observed: true, soak: hour,
+			since: mt(t0.Add(-10 * time.Minute)), until: mt(t0.Add(50 * time.Minute))},
+		{name: "minSoak shortened: over at once",
+			prev: ready("2", mt(t0.Add(-10*time.Minute))), cur: *ready("2", nil), observed: true, soak: 5 * time.Minute,
+			since: mt(t0.Add(-10 * time.Minute))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := tt.cur
+			SetSoak(&s, tt.prev, tt.observed, tt.soak, t0)
+			if diff := cmp.Diff([]*metav1.Time{tt.since, tt.until}, []*metav1.Time{s.ReadySince, s.SoakUntil}); diff != "" {
+				t.Errorf("readySince, soakUntil (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The soak left at several moments of one revision's stay: soakUntil until minSoak has
+// passed since readySince, then none.
+func TestSoakRemaining(t *testing.T) {
+	since := mt(t0)
+	for _, tt := range []struct {
+		after time.Duration
+		left  time.Duration // 0: over
+	}{{0, time.Hour}, {30 * time.Minute, 30 * time.Minute}, {time.Hour - time.Second, time.Second}, {time.Hour, 0}, {26 * time.Hour, 0}} {
+		s := v1alpha1.EnvironmentStatus{Revision: "2", Ready: true}
+		now := t0.Add(tt.after)
+		SetSoak(&s, &v1alpha1.EnvironmentStatus{Revision: "2", Ready: true, ReadySince: since}, true, time.Hour, now)
+		left := time.Duration(0)
+		if s.SoakUntil != nil {
+			left = s.SoakUntil.Sub(now)
+		}
+		if left != tt.left || !s.ReadySince.Equal(since) || Soaked(s) != (tt.left == 0) {
+			t.Errorf("%s after: %s left (soaked %v), readySince %v; want %s left", tt.after, left, Soaked(s), s.ReadySince, tt.left)
+		}
+	}
+}
+
+func TestSoakWakeAndRetryAfter(t *testing.T) {
+	envs := []v1alpha1.EnvironmentStatus{{Name: "dev", SoakUntil: mt(t0.Add(time.Hour))}, {Name: "staging", SoakUntil: mt(t0.Add(time.Minute))}, {Name: "prod"}}
+	if got := SoakWake(envs); !got.Equal(t0.Add(time.Minute)) {
+		t.Errorf("SoakWake = %v, want the first soak's end", got)
+	}
+	if got := SoakWake(envs[2:]); !got.IsZero() {
+		t.Errorf("SoakWake without a soak = %v", got)
+	}
+	for _, tt := range []struct {
+		name  string
+		retry time.Duration
+		wakes []time.Time
+		want  time.Duration
+	}{
+		{"nothing", 0, nil, 0},
+		{"a wake alone", 0, []time.Time{t0.Add(time.Hour)}, time.Hour},
+		{"the sooner of a retry and a wake", 30 * time.Second, []time.Time{t0.Add(time.Hour)}, 30 * time.Second},
+		{"the first wake", time.Hour, []time.Time{{}, t0.Add(2 * time.Minute), t0.Add(time.Minute)}, time.Minute},
+		{"a wake passed: at once", 0, []time.Time{t0.Add(-time.Second)}, time.Millisecond},
+	} {
+		if got := RetryAfter(tt.retry, t0, tt.wakes...); got != tt.want {
+			t.Errorf("%s: RetryAfter = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
+
+// Plan holds a revision in an environment until it soaked there, then the next takes it.
+func TestPlanSoak(t *testing.T) {
+	observed := [][]TargetObservation{{at("2", true)}, {at("1", true), at("1", true)}, {at("1", true)}}
+	for _, tt := range []struct {
+		name   string
+		dev    *v1alpha1.EnvironmentStatus // dev's previous status
+		now    time.Time
+		want   []Action
+		soakTo *metav1.Time
+	}{
+		{name: "dev just ready at 2: staging waits an hour",
+			dev: &v1alpha1.EnvironmentStatus{Name: "dev", Revision: "1", Ready: true, ReadySince: mt(t0.Add(-48 * time.Hour))},
+			now: t0, soakTo: mt(t0.Add(time.Hour))},
+		{name: "half an hour later: still",
+			dev: &v1alpha1.EnvironmentStatus{Name: "dev", Revision: "2", Ready: true, ReadySince: mt(t0)},
+			now: t0.Add(30 * time.Minute), soakTo: mt(t0.Add(time.Hour))},
+		{name: "an hour later: staging takes it",
+			dev: &v1alpha1.EnvironmentStatus{Name: "dev", Revision: "2", Ready: true, ReadySince: mt(t0)},
+			now: t0.Add(time.Hour), want: []Action{{Env: 1, Revision: "2"}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := threeEnvs(false)
+			p.Spec.Promotion = &v1alpha1.Promotion{MinSoak: soak(time.Hour)}
+			p.Status.Environments = []v1alpha1.EnvironmentStatus{*tt.dev}
+			envs, actions := Plan(p, observed, "", tt.now)
+			if diff := cmp.Diff(tt.want, actions); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tt.soakTo, envs[0].SoakUntil); diff != "" {
+				t.Errorf("dev's soakUntil (-want +got):\n%s", diff)
+			}
+			if envs[2].ReadySince != nil {
+				t.Errorf("prod, the last environment, soaks for nothing: %v", envs[2].ReadySince)
+			}
+		})
+	}
+}
