@@ -60,8 +60,10 @@ func PromotionID(uid, env, revision string) string {
 // account may not get) is neither promoted nor promotes the next. A suspended pipeline
 // (spec.suspend) gets its status but no actions.
 //
-// Soak: environment i+1 takes what environment i is ready at only once its soak is over
-// (SetSoak, Soaked).
+// Soak, rejections and approval policies: environment i+1 takes what environment i is ready
+// at only once its soak is over (SetSoak, Soaked); a revision the environment's rejections name
+// is never promoted there; an approval lets a revision in once it met the environment's policy
+// (ApprovalMet).
 func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision string, now time.Time) ([]v1alpha1.EnvironmentStatus, []Action) {
 	previous := map[string]*v1alpha1.EnvironmentStatus{}
 	for i := range p.Status.Environments {
@@ -75,6 +77,7 @@ func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision s
 			s.LastPromotion = prev.LastPromotion.DeepCopy()
 			s.Approval = prev.Approval.DeepCopy()
 			s.WaitingApproval = prev.WaitingApproval.DeepCopy()
+			s.Rejections = slices.Clone(prev.Rejections)
 		}
 		CarryVerification(&s, previous[env.Name])
 		var obs []TargetObservation
@@ -101,8 +104,12 @@ func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision s
 			cur.WaitingApproval = nil
 			continue
 		}
+		if Rejected(cur.Rejections, due) {
+			cur.WaitingApproval = nil
+			continue
+		}
 		if env.Approval != nil {
-			if cur.Approval == nil || cur.Approval.Revision != due {
+			if !ApprovalMet(cur.Approval, due) {
 				if cur.WaitingApproval == nil || cur.WaitingApproval.Revision != due {
 					cur.WaitingApproval = &v1alpha1.WaitingApproval{Revision: due, Since: metav1.NewTime(now)}
 				}

@@ -11,19 +11,24 @@ import (
 )
 
 // NeedsReconcile reports whether an update of a pipeline is one the controller must act on:
-// its spec (generation), labels or annotations changed, or an approval arrived. The
-// controller's own status writes are not: reconciling after each of them would double the
-// work of every promotion, and nothing in them asks for more.
+// its spec (generation), labels or annotations changed, or an approval or a rejection
+// arrived. The controller's own status writes are not: reconciling after each of them would
+// double the work of every promotion, and nothing in them asks for more.
 func NeedsReconcile(oldP, newP *v1alpha1.Pipeline) bool {
 	if oldP.Generation != newP.Generation || !newP.DeletionTimestamp.Equal(oldP.DeletionTimestamp) ||
 		!maps.Equal(oldP.Labels, newP.Labels) || !maps.Equal(oldP.Annotations, newP.Annotations) {
 		return true
 	}
-	approvals := func(p *v1alpha1.Pipeline) map[string]*v1alpha1.ApprovalRecord {
-		m := make(map[string]*v1alpha1.ApprovalRecord, len(p.Status.Environments))
+	// What the approval route writes: approvals and rejections.
+	type decisions struct {
+		Approval   *v1alpha1.ApprovalRecord
+		Rejections []v1alpha1.RejectionRecord
+	}
+	approvals := func(p *v1alpha1.Pipeline) map[string]decisions {
+		m := make(map[string]decisions, len(p.Status.Environments))
 		for i := range p.Status.Environments {
-			if a := p.Status.Environments[i].Approval; a != nil {
-				m[p.Status.Environments[i].Name] = a
+			if e := &p.Status.Environments[i]; e.Approval != nil || len(e.Rejections) > 0 {
+				m[e.Name] = decisions{e.Approval, e.Rejections}
 			}
 		}
 		return m

@@ -37,6 +37,13 @@ func TestNeedsReconcile(t *testing.T) {
 		}, true},
 		{"deletion", func(p *v1alpha1.Pipeline) { now := metav1.Now(); p.DeletionTimestamp = &now }, true},
 		{"an approval", func(p *v1alpha1.Pipeline) { p.Status.Environments[1].Approval = approved }, true},
+		{"a rejection", func(p *v1alpha1.Pipeline) {
+			p.Status.Environments[1].Rejections = []v1alpha1.RejectionRecord{{Revision: "1.0.0", By: "alice", Reason: "breaks checkout", Time: approved.Time}}
+		}, true},
+		{"the controller's soak and freeze", func(p *v1alpha1.Pipeline) {
+			p.Status.Environments[0].ReadySince, p.Status.Environments[0].SoakUntil = &approved.Time, &approved.Time
+			p.Status.Environments[1].Frozen = &v1alpha1.FreezeRecord{Freeze: "ns/holidays", Reason: "holidays"}
+		}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			oldP, newP := base(), base()

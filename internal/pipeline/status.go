@@ -19,13 +19,14 @@ import (
 const StatusFieldManager = "release-controller"
 
 // statusApplyObject is the apply configuration of the controller's part of p's status: all of
-// it but the approvals. It carries p's resourceVersion, a precondition: a status computed from
+// it but the approvals and rejections (the approval route's). It carries p's resourceVersion, a precondition: a status computed from
 // a cache that is behind is refused (a conflict, retried once the cache caught up) rather than
 // written over a newer one.
 func statusApplyObject(p *v1alpha1.Pipeline, status *v1alpha1.PipelineStatus) (*unstructured.Unstructured, error) {
 	s := status.DeepCopy()
 	for i := range s.Environments {
 		s.Environments[i].Approval = nil
+		s.Environments[i].Rejections = nil
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
 	if err != nil {
