@@ -62,8 +62,9 @@ func TestPipelineRunNames(t *testing.T) {
 		}
 		seen[r.Name()] = r
 	}
-	if base.Name() != base.Name() || !strings.HasPrefix(base.Name(), "a-b-c-1-v-1-") {
-		t.Errorf("name %q", base.Name())
+	again := base
+	if again.Name() != base.Name() || !strings.HasPrefix(base.Name(), "a-b-c-1-v-1-") {
+		t.Errorf("name %q, again %q", base.Name(), again.Name())
 	}
 }
 
