@@ -3,7 +3,10 @@
 // and app kind feeds an index of apps to pipelines, whose update events trigger the
 // reconciler when an app's revision or readiness moves (no polling), and the reconciler plans
 // (plan.go, pure) and carries out promotions with a strategy (strategy.go), recording each in
-// the pipeline's status and in the release log.
+// the pipeline's status and in the release log. An environment with verification after
+// rollout runs Jobs against each revision rolled out there before the next environment may
+// take it, and is rolled back or holds the pipeline when they fail (verification.go decides,
+// verifyctl.go carries out).
 package pipeline
 
 import (
@@ -86,6 +89,8 @@ type Reconciler struct {
 	// target's app?" is reused, and how soon a pipeline with a target hidden from its account
 	// is reconciled again; zero uses DefaultAccessTTL.
 	AccessTTL time.Duration
+	// Verify is what verification after rollout runs with (verifyctl.go).
+	Verify VerifyOptions
 
 	// queue is the controller's workqueue once its source started: the clusters manager's
 	// events go straight into it (deduplicated, bounded by the number of pipelines).
@@ -121,11 +126,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if err := r.setup(ctx, mgr); err != nil {
 		return err
 	}
+	localRuns, remoteRuns := r.verificationSources()
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Pipeline{}, builder.WithPredicates(ignoreOwnStatusWrites{})).
 		Named("pipeline").
 		Watches(&v1alpha1.ReleaseStream{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexSourceStream))).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexClusterRef))).
+		WatchesRawSource(localRuns).
+		WatchesRawSource(remoteRuns).
 		WatchesRawSource(source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 			r.queue.Store(&q)
 			return nil
@@ -170,6 +178,9 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 	if err := mgr.Add(r.Clusters); err != nil {
 		return err
 	}
+	if err := r.setupVerification(mgr); err != nil {
+		return err
+	}
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(ctx, &v1alpha1.Pipeline{}, IndexClusterRef, func(o client.Object) []string {
 		var refs []string
@@ -180,7 +191,7 @@ func (r *Reconciler) setup(ctx context.Context, mgr ctrl.Manager) error {
 				}
 			}
 		}
-		return refs
+		return append(refs, verificationClusterRefs(o.(*v1alpha1.Pipeline))...)
 	}); err != nil {
 		return err
 	}
@@ -252,7 +263,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			r.written.Forget(req.NamespacedName)
 			r.deferred.Close(req.NamespacedName)
 			_, err := r.Clusters.Sync(ctx, req.NamespacedName, nil, App{}, "")
-			return ctrl.Result{}, err
+			return ctrl.Result{}, errors.Join(err, r.forgetVerification(ctx, req.NamespacedName))
 		}
 		return ctrl.Result{}, err
 	}
@@ -304,7 +315,11 @@ func (r *Reconciler) reconcile(ctx context.Context, p *v1alpha1.Pipeline, ps *pa
 	}
 	ps.observed, ps.obs = true, obs
 
+	// Verifications first: what passed or failed decides what Plan may promote.
+	verifyRetry, verifyErr := r.verifyEnvironments(ctx, p, obs, tenant, now)
+
 	envs, actions := Plan(p, obs.targets, obs.source, now)
+	actions = VerificationActions(p, envs, actions)
 	ps.envs, ps.promoted = envs, len(actions) > 0
 	for _, a := range actions {
 		strategy, patched, err := r.promote(ctx, p, app, a, views, obs.objects[a.Env], now)
@@ -313,7 +328,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *v1alpha1.Pipeline, ps *pa
 				fmt.Sprintf("promoting %s to %s", a.Revision, p.Spec.Environments[a.Env].Name), err))
 			continue
 		}
-		RecordPromotion(envs, a, PromotionID(string(p.UID), p.Spec.Environments[a.Env].Name, a.Revision), strategy, now)
+		RecordPromotion(envs, a, ActionID(string(p.UID), p.Spec.Environments[a.Env].Name, a), strategy, now)
 		if patched != nil {
 			obs := make([]TargetObservation, len(patched))
 			for j, u := range patched {
@@ -332,9 +347,10 @@ func (r *Reconciler) reconcile(ctx context.Context, p *v1alpha1.Pipeline, ps *pa
 	if len(obs.hidden) > 0 && (ps.retry == 0 || r.AccessTTL < ps.retry) {
 		ps.retry = r.AccessTTL
 	}
-	// Come back when a soak ends: nothing else says so.
-	ps.retry = RetryAfter(ps.retry, now, SoakWake(envs))
-	return ps.promoteErr
+	if verifyRetry > 0 && (ps.retry == 0 || verifyRetry < ps.retry) {
+		ps.retry = verifyRetry
+	}
+	return errors.Join(verifyErr, ps.promoteErr)
 }
 
 // statusOf is the status one reconcile leaves: what it observed and promoted, when it got
@@ -349,6 +365,7 @@ func (r *Reconciler) statusOf(p *v1alpha1.Pipeline, ps *pass, err error, now tim
 		status.Environments = ps.envs
 		outcome := PromotionOutcome{Attempted: ps.promoted, Err: ps.promoteErr, Suspended: p.Spec.Suspend}
 		SetConditions(&status.Conditions, p.Generation, ps.envs, ps.obs.problems, ps.obs.hiddenMessages(), outcome, now)
+		SetHoldCondition(&status.Conditions, p.Generation, Held(p, ps.envs), now)
 	}
 	SetProgress(&status.Conditions, p.Generation, status.Environments, p.Spec.Suspend, err, now)
 	return status
@@ -389,6 +406,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.Pipeline, befo
 	for _, msg := range NewlyHidden(before, ps.obs.hidden) {
 		r.report.Warningf(ctx, p, nil, v1alpha1.EventTargetForbidden, "Observe", "%s", msg)
 	}
+	r.reportVerifications(ctx, p, before, status)
 	return ctrl.Result{RequeueAfter: ps.retry}, nil
 }
 
@@ -596,7 +614,7 @@ func (r *Reconciler) promote(ctx context.Context, p *v1alpha1.Pipeline, app App,
 	if promo != nil && promo.Strategy != "" {
 		strategy = promo.Strategy
 	}
-	id := PromotionID(string(p.UID), env.Name, a.Revision)
+	id := ActionID(string(p.UID), env.Name, a)
 	detail := ""
 	var patched []*unstructured.Unstructured
 	switch strategy {
@@ -642,6 +660,9 @@ func (r *Reconciler) promote(ctx context.Context, p *v1alpha1.Pipeline, app App,
 		}
 	default:
 		return strategy, nil, fmt.Errorf("unknown strategy %q", strategy)
+	}
+	if a.RollbackFrom != "" {
+		return strategy, patched, r.reportRollback(ctx, p, env.Name, a, strategy, detail, id, now)
 	}
 	if a.Approver != "" {
 		r.report.Eventf(ctx, p, nil, v1alpha1.EventPromoted, "Promote", "promoted %s to %s (%s), approved by %s", a.Revision, env.Name, strategy, a.Approver)

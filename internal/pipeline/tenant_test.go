@@ -110,11 +110,18 @@ var readDeployments = rbacv1.PolicyRule{APIGroups: []string{"apps"}, Resources: 
 // waitEvent waits for a Warning Event of reason on the pipeline whose note holds every part.
 func waitEvent(t *testing.T, key types.NamespacedName, reason string, parts ...string) {
 	t.Helper()
+	waitEventOf(t, key, corev1.EventTypeWarning, reason, parts...)
+}
+
+// waitEventOf waits for an Event of eventType and reason on the pipeline whose note holds
+// every part.
+func waitEventOf(t *testing.T, key types.NamespacedName, eventType, reason string, parts ...string) {
+	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
 		var list eventsv1.EventList
 		g.Expect(mgmt.Client.List(context.Background(), &list, client.InNamespace(key.Namespace))).To(Succeed())
 		g.Expect(slices.ContainsFunc(list.Items, func(e eventsv1.Event) bool {
-			if e.Regarding.Name != key.Name || e.Type != corev1.EventTypeWarning || e.Reason != reason {
+			if e.Regarding.Name != key.Name || e.Type != eventType || e.Reason != reason {
 				return false
 			}
 			for _, p := range parts {
