@@ -131,6 +131,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		For(&v1alpha1.Pipeline{}, builder.WithPredicates(ignoreOwnStatusWrites{})).
 		Named("pipeline").
 		Watches(&v1alpha1.ReleaseStream{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexSourceStream))).
+		Watches(&v1alpha1.ReleaseFreeze{}, handler.EnqueueRequestsFromMapFunc(r.byFreeze)).
+		Watches(&v1alpha1.ClusterReleaseFreeze{}, handler.EnqueueRequestsFromMapFunc(r.byFreeze)).
 		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.byIndex(IndexClusterRef))).
 		WatchesRawSource(localRuns).
 		WatchesRawSource(remoteRuns).
@@ -313,6 +315,11 @@ func (r *Reconciler) reconcile(ctx context.Context, p *v1alpha1.Pipeline, ps *pa
 	if err != nil {
 		return err
 	}
+	freezes, err := r.freezesOf(ctx, p)
+	if err != nil {
+		return err
+	}
+	frozen, freezeWake := Frozen(p, freezes, now)
 	ps.observed, ps.obs = true, obs
 
 	// Verifications first: what passed or failed decides what Plan may promote.
@@ -320,6 +327,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *v1alpha1.Pipeline, ps *pa
 
 	envs, actions := Plan(p, obs.targets, obs.source, now)
 	actions = VerificationActions(p, envs, actions)
+	actions = HoldFrozen(envs, actions, frozen)
 	ps.envs, ps.promoted = envs, len(actions) > 0
 	for _, a := range actions {
 		strategy, patched, err := r.promote(ctx, p, app, a, views, obs.objects[a.Env], now)
@@ -347,6 +355,8 @@ func (r *Reconciler) reconcile(ctx context.Context, p *v1alpha1.Pipeline, ps *pa
 	if len(obs.hidden) > 0 && (ps.retry == 0 || r.AccessTTL < ps.retry) {
 		ps.retry = r.AccessTTL
 	}
+	// Come back when a soak or a freeze ends, or a freeze starts: nothing else says so.
+	ps.retry = RetryAfter(ps.retry, now, SoakWake(envs), freezeWake)
 	if verifyRetry > 0 && (ps.retry == 0 || verifyRetry < ps.retry) {
 		ps.retry = verifyRetry
 	}
@@ -365,6 +375,7 @@ func (r *Reconciler) statusOf(p *v1alpha1.Pipeline, ps *pass, err error, now tim
 		status.Environments = ps.envs
 		outcome := PromotionOutcome{Attempted: ps.promoted, Err: ps.promoteErr, Suspended: p.Spec.Suspend}
 		SetConditions(&status.Conditions, p.Generation, ps.envs, ps.obs.problems, ps.obs.hiddenMessages(), outcome, now)
+		SetFrozenCondition(&status.Conditions, p.Generation, ps.envs, now)
 		SetHoldCondition(&status.Conditions, p.Generation, Held(p, ps.envs), now)
 	}
 	SetProgress(&status.Conditions, p.Generation, status.Environments, p.Spec.Suspend, err, now)

@@ -116,6 +116,7 @@ func TestFailurePoints(t *testing.T) {
 	}
 	var failApp, failReview, failStream, failStatus, failLog atomic.Bool
 	recorder := events.NewFakeRecorder(100)
+	var failFreezes atomic.Bool
 	r := &pipeline.Reconciler{Events: recorder, DefaultServiceAccount: "default", AccessTTL: time.Millisecond}
 	r.Log = releaselog.NewWriter(testenv.FailingClient(mgmt.Client, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
@@ -156,6 +157,12 @@ func TestFailurePoints(t *testing.T) {
 				return errors.New("etcd is full")
 			}
 			return c.SubResource(sub).Apply(ctx, obj, opts...)
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*v1alpha1.ReleaseFreezeList); ok && failFreezes.Load() {
+				return errors.New("the cache is gone")
+			}
+			return c.List(ctx, list, opts...)
 		},
 	})
 	if err := r.SetupWithoutController(ctx, mgr); err != nil {
@@ -233,6 +240,8 @@ func TestFailurePoints(t *testing.T) {
 			"checking whether the pipeline's account may get the app in " + pns, false, true, client.ObjectKey{}},
 		{"reading the source stream", failStream.Store, v1alpha1.ReasonReconcileFailed,
 			"reading the source stream nightly: the cache is gone", false, true, client.ObjectKey{}},
+		{name: "listing the freezes", set: failFreezes.Store, reason: v1alpha1.ReasonReconcileFailed,
+			step: "listing the freezes: the cache is gone", written: true},
 		{"promoting without the notification key", func(on bool) {
 			if !on {
 				g.Expect(mgmt.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: pns, Name: "notify-key"},

@@ -63,7 +63,7 @@ func PromotionID(uid, env, revision string) string {
 // Soak, rejections and approval policies: environment i+1 takes what environment i is ready
 // at only once its soak is over (SetSoak, Soaked); a revision the environment's rejections name
 // is never promoted there; an approval lets a revision in once it met the environment's policy
-// (ApprovalMet).
+// (ApprovalMet). Freezes are held after Plan (HoldFrozen).
 func Plan(p *v1alpha1.Pipeline, observed [][]TargetObservation, sourceRevision string, now time.Time) ([]v1alpha1.EnvironmentStatus, []Action) {
 	previous := map[string]*v1alpha1.EnvironmentStatus{}
 	for i := range p.Status.Environments {
