@@ -326,10 +326,12 @@ func AddControllers(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 			return fmt.Errorf("setting up the Jira controller: %w", err)
 		}
 	}
-	// Pipelines: promotions into their environments, each logged in the release log.
+	// Pipelines: promotions into their environments, each logged in the release log; their
+	// verification runs in the job records and on the remote clusters the others use.
 	pipelines := &pipeline.Reconciler{
 		Log: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), opts.releaseLog()), Workers: opts.PipelineWorkers,
 		DefaultServiceAccount: opts.DefaultServiceAccount, InsecureKubeconfigExec: opts.InsecureKubeconfigExec,
+		Verify: pipeline.VerifyOptions{Jobs: jobs, Clusters: remote, Backoff: opts.RetryBackoff, WatchProwJobs: prowJobs, ProwJobNamespaces: opts.ProwJobNamespaces},
 	}
 	if err := pipelines.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the pipeline controller: %w", err)
