@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -144,7 +146,7 @@ func TestReleasesPage(t *testing.T) {
 				`<p class="summary">3 releases</p>`,
 				`<th scope="col">Time (UTC)</th>`,
 				`<td class="time"><time datetime="2026-11-22T09:30:00Z">09:30:00</time></td>`,
-				`<span class="badge type-1">promotion</span>`,
+				`<span class="badge ` + typeClass(options().Types, "promotion") + `">promotion</span>`,
 				`<a href="https://example.com/4.18.1">4.18.1</a>`,
 				`<td class="author">alice</td>`,
 				`<td class="message">Promoted to stable</td>`,
@@ -165,7 +167,7 @@ func TestReleasesPage(t *testing.T) {
 				`<a rel="next" href="/releases?day=2026-11-22">`,
 				`<p class="summary">1 release</p>`,
 				`<tr data-key="hotfix-1">`,
-				`<span class="badge type-4">security</span>`,
+				`<span class="badge ` + typeClass(options().Types, "security") + `">security</span>`,
 				`<td class="author">ci-bot <span class="reported" title="as the writer reported; not verified">for bob</span></td>`,
 				`<td class="version">4.17.9</td>`,
 			},
@@ -316,6 +318,16 @@ func TestStaticAssets(t *testing.T) {
 	}
 }
 
+// typeClass is the class of the entry type name: the types (the default ones and those
+// configured) are numbered in the order of their names.
+func typeClass(configured []releaselog.TypeConfig, name string) string {
+	names := map[string]bool{}
+	for _, t := range append(releaselog.DefaultTypes(), configured...) {
+		names[t.Name] = true
+	}
+	return "type-" + strconv.Itoa(slices.Index(slices.Sorted(maps.Keys(names)), name))
+}
+
 // The type colours are rules of a stylesheet of their own (the CSP allows no inline style);
 // a colour that could break out of its declaration is left out.
 func TestTypesStylesheet(t *testing.T) {
@@ -328,18 +340,17 @@ func TestTypesStylesheet(t *testing.T) {
 	if code != 200 || header.Get("Content-Type") != "text/css; charset=utf-8" || header.Get("ETag") == "" {
 		t.Errorf("status %d, type %q, ETag %q", code, header.Get("Content-Type"), header.Get("ETag"))
 	}
-	// Sorted by name: evil, hotfix, promotion, rejected, release, rollback, security.
 	for _, want := range []string{
-		".badge.type-1 { --type-color: orange; }",
-		".badge.type-2 { --type-color: blue; }",
-		".badge.type-5 { --type-color: rgb(10 20 30 / 50%); }",
-		".badge.type-6 { --type-color: #6a1b9a; }",
+		".badge." + typeClass(opts.Types, "hotfix") + " { --type-color: orange; }",
+		".badge." + typeClass(opts.Types, "promotion") + " { --type-color: blue; }",
+		".badge." + typeClass(opts.Types, "rollback") + " { --type-color: rgb(10 20 30 / 50%); }",
+		".badge." + typeClass(opts.Types, "security") + " { --type-color: #6a1b9a; }",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the stylesheet lacks %s:\n%s", want, body)
 		}
 	}
-	if strings.Contains(body, "display") || strings.Contains(body, "type-0") {
+	if strings.Contains(body, "display") || strings.Contains(body, typeClass(opts.Types, "evil")+" ") {
 		t.Errorf("the stylesheet has the unsafe colour:\n%s", body)
 	}
 	for color, ok := range map[string]bool{
