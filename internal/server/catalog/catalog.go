@@ -129,6 +129,8 @@ type Catalog struct {
 	// risks are the UpgradeRisks (risks.go); risksList is their sorted list, built on demand.
 	risks     map[types.NamespacedName]*v1alpha1.UpgradeRisk
 	risksList []*v1alpha1.UpgradeRisk
+	// freezes are the ReleaseFreezes and ClusterReleaseFreezes (freezes.go).
+	freezes map[types.NamespacedName]Freeze
 }
 
 // builder is the mutable state behind one stream's snapshot.
@@ -150,6 +152,8 @@ func New() *Catalog {
 		pipelinesChanged: make(chan struct{}),
 
 		risks: map[types.NamespacedName]*v1alpha1.UpgradeRisk{},
+
+		freezes: map[types.NamespacedName]Freeze{},
 	}
 }
 
@@ -158,7 +162,8 @@ func New() *Catalog {
 
 // Watch feeds the catalog from the cache's informers of streams, payloads, the streams'
 // upgrade-graph ConfigMaps (the manager caches only ConfigMaps labelled with a stream),
-// pipelines and UpgradeRisks. Until ctx ends, the catalog's gauges are on /metrics (metrics.go).
+// pipelines, UpgradeRisks, ReleaseFreezes and ClusterReleaseFreezes. Until ctx ends, the
+// catalog's gauges are on /metrics (metrics.go).
 func (c *Catalog) Watch(ctx context.Context, informers cache.Informers) error {
 	watches := []struct {
 		obj     client.Object
@@ -169,6 +174,8 @@ func (c *Catalog) Watch(ctx context.Context, informers cache.Informers) error {
 		{&corev1.ConfigMap{}, handler(c.SetGraph, c.DeleteGraph)},
 		{&v1alpha1.Pipeline{}, handler(c.SetPipeline, c.DeletePipeline)},
 		{&v1alpha1.UpgradeRisk{}, handler(c.SetRisk, c.DeleteRisk)},
+		{&v1alpha1.ReleaseFreeze{}, handler(c.SetReleaseFreeze, c.DeleteReleaseFreeze)},
+		{&v1alpha1.ClusterReleaseFreeze{}, handler(c.SetClusterReleaseFreeze, c.DeleteClusterReleaseFreeze)},
 	}
 	for _, w := range watches {
 		inf, err := informers.GetInformer(ctx, w.obj)
