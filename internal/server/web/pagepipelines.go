@@ -14,12 +14,15 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/approval"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
-// The pipeline pages: every pipeline the server watches (/pipelines), and one pipeline's
-// environments left to right with their targets, the approvals they wait for (with the
-// command that gives one), the promotions made and the pipeline's conditions. Both are live
-// (the view pipelines and pipeline of the page events).
+// The pipeline pages: every pipeline the server watches (/pipelines), with what holds each
+// environment in a word, and one pipeline's environments left to right with their targets,
+// their promotion policy (pipelinepolicy.go: soak, freeze, verification after rollout,
+// rollbacks, approvals and rejections), the approvals they wait for (with the commands that
+// approve and reject), the freezes that cover the pipeline, the promotions made and the
+// pipeline's conditions. Both are live (the view pipelines and pipeline of the page events).
 
 // Paths of the pipeline pages.
 const (
@@ -49,6 +52,9 @@ type envSummary struct {
 	// State is ready, not ready or unknown (not observed yet); Class colours it.
 	State, Class string
 	Waiting      string
+	// Policy is the environment's one-word policy state (soaking, frozen…), PolicyClass its
+	// colour.
+	Policy, PolicyClass string
 }
 
 type pipelineRow struct {
@@ -94,16 +100,6 @@ func appOf(pl *v1alpha1.Pipeline) string {
 	return pl.Spec.AppRef.Kind + " " + pl.Spec.AppRef.Name
 }
 
-// envStatus is the status of the environment name, if the controller wrote one.
-func envStatus(pl *v1alpha1.Pipeline, name string) *v1alpha1.EnvironmentStatus {
-	for i := range pl.Status.Environments {
-		if pl.Status.Environments[i].Name == name {
-			return &pl.Status.Environments[i]
-		}
-	}
-	return nil
-}
-
 func envState(st *v1alpha1.EnvironmentStatus) (state, class string) {
 	switch {
 	case st == nil:
@@ -116,11 +112,12 @@ func envState(st *v1alpha1.EnvironmentStatus) (state, class string) {
 }
 
 func (p *site) pipelinesPart() (fragment, error) {
+	now := p.now()
 	list := pipelinesList{}
 	for _, pl := range p.cat.Pipelines() {
 		row := pipelineRow{Namespace: pl.Namespace, Name: pl.Name, Link: pipelinePath(pl.Namespace, pl.Name), App: appOf(pl), Ready: pipelineReady(pl)}
 		for _, env := range pl.Spec.Environments {
-			st := envStatus(pl, env.Name)
+			st := catalog.EnvironmentStatus(pl, env.Name)
 			s := envSummary{Name: env.Name}
 			s.State, s.Class = envState(st)
 			if st != nil {
@@ -130,6 +127,9 @@ func (p *site) pipelinesPart() (fragment, error) {
 				}
 			}
 			row.Envs = append(row.Envs, s)
+		}
+		for i, e := range catalog.DescribePipeline(pl, nil, now).Environments {
+			row.Envs[i].Policy, row.Envs[i].PolicyClass = e.State, stateClasses[e.State]
 		}
 		list.Rows = append(list.Rows, row)
 	}
@@ -160,21 +160,18 @@ type waitingView struct {
 	Revision string
 	Since    stamp
 	// Command approves the revision with the user's Kubernetes credentials; CommandID is
-	// its element's id, for the copy button.
-	Command, CommandID string
-}
-
-type approvalView struct {
-	Revision, Approver string
-	Time               stamp
+	// its element's id, for the copy button. RejectCommand rejects it, with a reason to fill
+	// in.
+	Command, CommandID             string
+	RejectCommand, RejectCommandID string
 }
 
 type envView struct {
 	Name, Revision, State, Class, Strategy string
 	Targets                                []targetView
 	Waiting                                *waitingView
-	Approval                               *approvalView
 	NeedsApproval                          bool
+	Policy                                 envPolicyView
 }
 
 type promotionRow struct {
@@ -188,11 +185,14 @@ type pipelineConditionRow struct {
 }
 
 type pipelineState struct {
-	Ready      readyView
-	Stale      bool
-	Envs       []envView
-	History    []promotionRow
-	Conditions []pipelineConditionRow
+	Ready   readyView
+	Stale   bool
+	Envs    []envView
+	Freezes []freezeView
+	// FreezesOmitted counts the freezes past catalog.MaxPolicyFreezes.
+	FreezesOmitted int
+	History        []promotionRow
+	Conditions     []pipelineConditionRow
 }
 
 type pipelinePage struct {
@@ -227,12 +227,19 @@ func strategyOf(pl *v1alpha1.Pipeline, env v1alpha1.Environment) string {
 	return v1alpha1.StrategyPatch
 }
 
-func (p *site) pipelineStatePart(pl *v1alpha1.Pipeline, base string) (fragment, error) {
+func (p *site) pipelineStatePart(pl *v1alpha1.Pipeline, freezes []catalog.Freeze, base string) (fragment, error) {
 	now := p.now()
 	state := pipelineState{Ready: pipelineReady(pl), Stale: pl.Status.ObservedGeneration != 0 && pl.Status.ObservedGeneration != pl.Generation}
+	policy := catalog.DescribePipeline(pl, freezes, now)
+	state.Freezes, state.FreezesOmitted = freezeViews(policy.Freezes), policy.FreezesOmitted
 	for i, env := range pl.Spec.Environments {
-		st := envStatus(pl, env.Name)
+		st := catalog.EnvironmentStatus(pl, env.Name)
 		v := envView{Name: env.Name, Strategy: strategyOf(pl, env), NeedsApproval: env.Approval != nil}
+		next := ""
+		if i+1 < len(pl.Spec.Environments) {
+			next = pl.Spec.Environments[i+1].Name
+		}
+		v.Policy = policyView(policy.Environments[i], next, now)
 		v.State, v.Class = envState(st)
 		for _, t := range env.Targets {
 			tv := targetView{Cluster: cmp.Or(t.ClusterRef, LocalCluster), Namespace: t.Namespace, State: "unknown", Class: "pending"}
@@ -253,11 +260,9 @@ func (p *site) pipelineStatePart(pl *v1alpha1.Pipeline, base string) (fragment, 
 			v.Revision = st.Revision
 			if w := st.WaitingApproval; w != nil {
 				v.Waiting = &waitingView{Revision: w.Revision, Since: stampOf(now, w.Since.Time),
-					Command:   ApproveCommand(base, pl.Namespace, pl.Name, env.Name, w.Revision),
-					CommandID: fmt.Sprintf("approve-%d", i)}
-			}
-			if a := st.Approval; a != nil {
-				v.Approval = &approvalView{Revision: a.Revision, Approver: a.Approver, Time: stampOf(now, a.Time.Time)}
+					Command:       ApproveCommand(base, pl.Namespace, pl.Name, env.Name, w.Revision),
+					CommandID:     fmt.Sprintf("approve-%d", i),
+					RejectCommand: RejectCommand(base, pl.Namespace, pl.Name, env.Name, w.Revision), RejectCommandID: fmt.Sprintf("reject-%d", i)}
 			}
 			if lp := st.LastPromotion; lp != nil {
 				state.History = append(state.History, promotionRow{Environment: env.Name, Revision: lp.Revision, Strategy: lp.Strategy,
@@ -295,7 +300,7 @@ func (p *site) pipelinePage(w http.ResponseWriter, r *http.Request) {
 		renderPage(w, http.StatusNotFound, "error", data)
 		return
 	}
-	state, err := p.pipelineStatePart(pl, serverURL(r))
+	state, err := p.pipelineStatePart(pl, p.cat.Freezes(), serverURL(r))
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
@@ -333,19 +338,21 @@ func (p *site) pipelineLiveView(r *http.Request, view string) (liveView, int, er
 	}
 	base := serverURL(r)
 	var last *v1alpha1.Pipeline
+	var lastFreezes []catalog.Freeze
 	var lastMinute int64
 	return func() ([]livePart, error) {
 		pl, ok := p.cat.Pipeline(namespace, name)
 		if !ok {
 			return nil, errGone{fmt.Sprintf("The pipeline %s/%s no longer exists.", namespace, name)}
 		}
-		// Ages change with the minute.
+		// Ages and soaks change with the minute; the freezes listed with their objects.
 		minute := minuteOf(p.now())
-		if pl == last && minute == lastMinute {
+		freezes := p.cat.Freezes()
+		if pl == last && minute == lastMinute && slices.Equal(freezes, lastFreezes) {
 			return nil, nil
 		}
-		last, lastMinute = pl, minute
-		f, err := p.pipelineStatePart(pl, base)
+		last, lastMinute, lastFreezes = pl, minute, freezes
+		f, err := p.pipelineStatePart(pl, freezes, base)
 		return []livePart{{ID: "pipeline-state", HTML: string(f.HTML), Version: f.Version}}, err
 	}, 0, nil
 }

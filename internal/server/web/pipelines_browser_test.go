@@ -3,6 +3,7 @@
 package web_test
 
 import (
+	"context"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,4 +95,120 @@ func TestPipelinePagesInBrowser(t *testing.T) {
 		t.Errorf("prod's state %q", got)
 	}
 	checkConsole(t, ctx, console)
+}
+
+// A person reads a pipeline's promotion policy: staging's soak and when prod takes the
+// revision, prod's freeze and the freezes that cover the pipeline, dev's verification after
+// rollout with links to its runs, its rollback and the revision never promoted further,
+// prod's approval policy, approvals and rejections with the commands that approve and reject;
+// prod's policy is met and its freeze ends while the page is open.
+func TestPipelinePolicyInBrowser(t *testing.T) {
+	cat := catalog.New()
+	cat.SetPipeline(policyPipeline("apps", "web"))
+	policyFreezes(cat)
+	base := startPages(t, cat, web.PageOptions{})
+	ctx := newBrowser(t)
+	console := chromedp.Console(ctx)
+	texts := func(selector string) []string { t.Helper(); return textsOf(t, ctx, selector) }
+	one := func(selector string) string {
+		t.Helper()
+		got := texts(selector)
+		if len(got) != 1 {
+			t.Errorf("%s: %q, want one", selector, got)
+			return ""
+		}
+		return got[0]
+	}
+	visible := func(selector string) bool {
+		t.Helper()
+		return eval[bool](t, ctx, `(() => { const e = document.querySelector(`+strconv.Quote(selector)+`); return e !== null && e.checkVisibility(); })()`)
+	}
+
+	do(t, ctx, "loading /pipelines",
+		chromedp.Navigate(base+"/pipelines"),
+		chromedp.WaitVisible(chromedp.CSS(`table.pipelines tbody tr`)),
+	)
+	if got, want := texts(`tr[data-pipeline="apps/web"] .env-policy`), []string{"soaking", "frozen"}; !slices.Equal(got, want) {
+		t.Errorf("the environments' states on the list %q, want %q", got, want)
+	}
+
+	do(t, ctx, "opening apps/web",
+		chromedp.Click(chromedp.CSS(`a[href="/pipelines/apps/web"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#pipeline-state li.environment`)),
+	)
+	// Soak.
+	if got, want := one(`li[data-env="staging"] .env-soak`), "prod takes 1.0.3 at 16:38 UTC at the earliest, once approved (soaking in staging, 38 min left)"; got != want {
+		t.Errorf("staging's soak %q, want %q", got, want)
+	}
+	if !visible(`li[data-env="staging"] .env-soak`) {
+		t.Error("staging's soak is not visible")
+	}
+	// Freeze: the card says it first letter up; the table lists the freezes, the active first.
+	if got, want := one(`li[data-env="prod"] .env-frozen`), "frozen by apps/release-day until 18:00 UTC: quarterly release: no changes"; got != want {
+		t.Errorf("prod's freeze %q, want %q", got, want)
+	}
+	if got, want := texts(`table.freezes tbody th`), []string{"apps/release-day (ReleaseFreeze)", "holidays (ClusterReleaseFreeze)"}; !slices.Equal(got, want) {
+		t.Errorf("freezes %q, want %q", got, want)
+	}
+	// Verification after rollout, with links to the runs; the rollback; never promoted further.
+	if got, want := texts(`li[data-env="dev"] .env-verifications a.run`), []string{"1 Failed", "2 Failed", "1 Success"}; !slices.Equal(got, want) {
+		t.Errorf("dev's runs %q, want %q", got, want)
+	}
+	if got := eval[string](t, ctx, `document.querySelector('li[data-env="dev"] [data-verification="smoke"] a.run:last-of-type').href`); got != "https://ci.example.com/web-smoke-2" {
+		t.Errorf("smoke's last run links %q", got)
+	}
+	if got := one(`li[data-env="dev"] .verification-head`); got != "Revision 1.0.4: Failure in 15m 0s" {
+		t.Errorf("dev's verification %q", got)
+	}
+	if got := one(`li[data-env="dev"] .env-rollback`); !strings.HasPrefix(got, "Rolled back from 1.0.4 to 1.0.3") {
+		t.Errorf("dev's rollback %q", got)
+	}
+	if got := one(`li[data-env="dev"] .env-unpromotable li`); !strings.HasPrefix(got, "1.0.4: never promoted further: failed its verification in dev (blocking verifications failed: smoke)") {
+		t.Errorf("dev's unpromotable revision %q", got)
+	}
+	// Approvals and rejections, with both commands and their copy buttons.
+	if got := one(`li[data-env="prod"] .approval-policy`); got != "Policy: 2 distinct approvers; users alice, bob; groups release-managers; not who approved it for staging." {
+		t.Errorf("prod's policy %q", got)
+	}
+	if got := one(`li[data-env="prod"] .approval-progress`); got != "Approvals of 1.0.2: 1 of 2 approvals, 1 more needed." {
+		t.Errorf("prod's approvals %q", got)
+	}
+	if got := texts(`li[data-env="prod"] ol.approvers li`); len(got) != 1 || !strings.HasPrefix(got[0], "alice,") || !strings.HasSuffix(got[0], ": staging looked fine") {
+		t.Errorf("prod's approvers %q", got)
+	}
+	if got, want := one(`li[data-env="prod"] code.reject-command`), "release-controller pipeline reject --server "+base+" apps/web prod 1.0.2 --reason REASON"; got != want {
+		t.Errorf("reject command %q, want %q", got, want)
+	}
+	if got := eval[int](t, ctx, `document.querySelectorAll('li[data-env="prod"] section.waiting-approval button.copy:not([hidden])').length`); got != 2 {
+		t.Errorf("%d copy buttons shown, want 2", got)
+	}
+	if got := one(`li[data-env="prod"] ol.rejections li`); !strings.HasPrefix(got, "1.0.0 by carol,") || !strings.HasSuffix(got, "breaks the login <script>alert(1)</script> (never promoted here)") {
+		t.Errorf("prod's rejection %q", got)
+	}
+	screenshot(t, ctx, "pipeline-policy.png")
+
+	// bob approves: the policy is met; the freeze ends.
+	p := policyPipeline("apps", "web")
+	prod := &p.Status.Environments[2]
+	met := metav1.NewTime(at("2026-11-22T15:55:00Z"))
+	prod.Approval.Approver, prod.Approval.PolicyMet = "bob", &met
+	prod.Approval.Approvers = append(prod.Approval.Approvers, v1alpha1.Approver{Name: "bob", Time: met})
+	prod.Frozen = nil
+	cat.SetPipeline(p)
+	cat.DeleteReleaseFreeze(&v1alpha1.ReleaseFreeze{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "release-day"}})
+	waitFor(t, ctx, "the policy met and the freeze ended",
+		`document.querySelector('li[data-env="prod"] .approval-progress .state-success') !== null && document.querySelector('tr[data-freeze="apps/release-day"]') === null`)
+	if got := one(`li[data-env="prod"] .approval-progress`); !strings.HasPrefix(got, "Approvals of 1.0.2: policy met by bob (2 of 2 approvals),") {
+		t.Errorf("prod's approvals %q", got)
+	}
+	if got := texts(`li[data-env="prod"] .env-frozen`); len(got) != 0 {
+		t.Errorf("prod is still shown frozen: %q", got)
+	}
+	checkConsole(t, ctx, console)
+}
+
+// textsOf is the text of each element selector finds, its white space collapsed.
+func textsOf(t *testing.T, ctx context.Context, selector string) []string {
+	t.Helper()
+	return eval[[]string](t, ctx, `Array.from(document.querySelectorAll(`+strconv.Quote(selector)+`), (e) => e.textContent.trim().replace(/\s+/g, " "))`)
 }
