@@ -106,8 +106,9 @@ func NewServer(store *releaselog.Store, opts releaselog.Options, cat *catalog.Ca
 			"verdict, verification runs, components and upgrade risks, channels and tombstone (what the update service offers clusters), " +
 			"get_changelog lists the commits between two payloads, and " +
 			"stream_health shows a stream's acceptance rate, time to verdict and most harmful verifications. " +
-			"Read the pipelines that promote apps through environments: list_pipelines lists them with each environment's revision, " +
-			"get_pipeline shows one pipeline's targets, waiting approvals (with the command that approves), last promotions and conditions."
+			"Read the pipelines that promote apps through environments: list_pipelines lists them with each environment's revision and what holds it, " +
+			"get_pipeline shows one pipeline's targets, waiting approvals (with the commands that approve and reject), each environment's soak, freeze, " +
+			"verification after rollout with its runs, rollbacks, approval policy, approvals and rejections, the freezes that cover it, last promotions and conditions."
 	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "release-controller", Version: version.Version}, &sdk.ServerOptions{
 		Instructions: instructions,

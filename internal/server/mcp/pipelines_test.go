@@ -5,8 +5,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/releaselog"
@@ -153,5 +156,86 @@ func TestApproveCommandIsQuotedForTheShell(t *testing.T) {
 		if page := web.ApproveCommand("", tt.namespace, tt.name, tt.env, tt.revision); w.Command != page {
 			t.Errorf("MCP's command %s is not the page's %s", w.Command, page)
 		}
+	}
+}
+
+// get_pipeline says what the pipeline page says of each environment's policy, structured
+// and in text: prod soaks before it takes 1.2.0 (dev had a failed verification, rolled back
+// and never promoted further), prod's freeze, approval policy, approvals and rejections, the
+// commands that approve and reject, and the freezes that cover the pipeline.
+func TestGetPipelinePolicy(t *testing.T) {
+	mt := func(s string) metav1.Time { return metav1.NewTime(at(s)) }
+	mtp := func(s string) *metav1.Time { t := mt(s); return &t }
+	p := webPipeline("apps", "web")
+	dev, prod := &p.Status.Environments[0], &p.Status.Environments[1]
+	p.Spec.Environments[0].Promotion = &v1alpha1.Promotion{MinSoak: &metav1.Duration{Duration: time.Hour}}
+	p.Spec.Environments[0].Verification = &v1alpha1.EnvironmentVerification{OnFailure: v1alpha1.OnFailureRollback, Verifications: []v1alpha1.Verification{{Name: "smoke"}}}
+	p.Spec.Environments[1].Approval = &v1alpha1.Approval{MinApprovers: 2, Groups: []string{"release"}}
+	dev.ReadySince, dev.SoakUntil = mtp("2026-11-22T11:50:00Z"), mtp("2026-11-22T12:50:00Z")
+	dev.Verification = &v1alpha1.EnvironmentVerificationStatus{Revision: "1.2.1", State: v1alpha1.JobFailure, StartTime: mt("2026-11-22T11:00:00Z"),
+		Verifications: []v1alpha1.VerificationStatus{{Name: "smoke", Type: v1alpha1.Blocking, State: v1alpha1.JobFailure,
+			Runs: []v1alpha1.JobRun{{Attempt: 1, Name: "smoke-1", URL: "https://ci.example.com/smoke-1", State: v1alpha1.JobFailure}}}}}
+	dev.LastVerified = "1.2.0"
+	dev.LastRollback = &v1alpha1.RollbackRecord{From: "1.2.1", To: "1.2.0", Time: mt("2026-11-22T11:40:00Z")}
+	p.Status.Unpromotable = []v1alpha1.UnpromotableRevision{{Revision: "1.2.1", Environment: "dev", Reason: "blocking verifications failed: smoke", Time: mt("2026-11-22T11:40:00Z")}}
+	prod.Frozen = &v1alpha1.FreezeRecord{Freeze: "stop", Reason: "incident 7"}
+	prod.Approval = &v1alpha1.ApprovalRecord{Revision: "1.2.0", Approver: "alice", Time: mt("2026-11-22T10:10:00Z"),
+		Approvers: []v1alpha1.Approver{{Name: "alice", Time: mt("2026-11-22T10:10:00Z")}}}
+	prod.Rejections = []v1alpha1.RejectionRecord{{Revision: "1.1.9", By: "carol", Reason: "slow", Time: mt("2026-11-22T09:00:00Z")}}
+	c := catalog.New()
+	c.SetPipeline(p)
+	c.SetClusterReleaseFreeze(&v1alpha1.ClusterReleaseFreeze{ObjectMeta: metav1.ObjectMeta{Name: "stop"}, Spec: v1alpha1.ReleaseFreezeSpec{Reason: "incident 7"},
+		Status: v1alpha1.ReleaseFreezeStatus{Conditions: []metav1.Condition{{Type: v1alpha1.ConditionFreezeActive, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonInWindow}}}})
+	session := serveAll(t, releaselog.NewStore(), releaselog.Options{Clock: clocktesting.NewFakePassiveClock(at("2026-11-22T12:30:00Z"))}, c, nil)
+
+	var got mcp.Pipeline
+	text, isError := call(t, session, mcp.ToolGetPipeline, map[string]any{"name": "web", "namespace": "apps"}, &got)
+	if isError {
+		t.Fatalf("error: %s", text)
+	}
+	// The structured result holds the catalog's description, the page's facts.
+	want := catalog.DescribePipeline(p, c.Freezes(), at("2026-11-22T12:30:00Z"))
+	for i, e := range got.Environments {
+		if diff := cmp.Diff(want.Environments[i], e.Policy); diff != "" {
+			t.Errorf("%s's policy (-want +got):\n%s", e.Name, diff)
+		}
+	}
+	if diff := cmp.Diff(want.Freezes, got.Freezes); diff != "" {
+		t.Errorf("freezes (-want +got):\n%s", diff)
+	}
+	if got.Environments[1].Policy.Soak != nil || got.Environments[0].Policy.Soak == nil {
+		t.Errorf("soaks %+v, %+v", got.Environments[0].Policy.Soak, got.Environments[1].Policy.Soak)
+	}
+	w := got.Environments[1].WaitingApproval
+	if page := web.RejectCommand("", "apps", "web", "prod", "1.2.0"); w == nil || w.RejectCommand != page {
+		t.Errorf("the reject command %+v is not the page's %s", w, page)
+	}
+
+	for _, line := range []string{
+		"- dev: at 1.2.0, ready; promoted by patch; soaking\n",
+		"  prod takes 1.2.0 at 12:50 UTC at the earliest, once approved (soaking in dev, 20 min left)\n",
+		"  verification after rollout: smoke; on failure rollback; last verified 1.2.0\n",
+		"    smoke: Failure\n    - run 1 Failure <https://ci.example.com/smoke-1>\n",
+		"  rolled back from 1.2.1 to 1.2.0 at 2026-11-22T11:40:00Z\n",
+		"  1.2.1: never promoted further: failed its verification in dev (blocking verifications failed: smoke)\n",
+		"- prod: at 1.1.0, ready; promoted by notification; frozen\n",
+		"  frozen by stop until it is ended: incident 7\n",
+		"  approval policy: 2 distinct approvers; groups release\n",
+		"  approvals of 1.2.0: 1 of 2 approvals, 1 more needed\n    alice at 2026-11-22T10:10:00Z\n",
+		"  approve: release-controller pipeline approve apps/web prod 1.2.0\n  reject: release-controller pipeline reject apps/web prod 1.2.0 --reason REASON\n",
+		"  rejected 1.1.9 by carol at 2026-11-22T09:00:00Z (never promoted here): slow\n",
+		"Freeze stop (dev, prod): active until it is ended; from its creation until it is ended: incident 7\n",
+	} {
+		if !strings.Contains(text, line) {
+			t.Errorf("the text lacks %q:\n%s", line, text)
+		}
+	}
+
+	var list mcp.ListPipelinesOutput
+	if text, isError := call(t, session, mcp.ToolListPipelines, nil, &list); isError {
+		t.Fatalf("error: %s", text)
+	}
+	if states := []string{list.Pipelines[0].Environments[0].State, list.Pipelines[0].Environments[1].State}; !slices.Equal(states, []string{"soaking", "frozen"}) {
+		t.Errorf("states %q, want soaking, frozen", states)
 	}
 }
