@@ -16,7 +16,7 @@ func newRootCommand() *cobra.Command {
 verifies them with test jobs, and accepts or rejects them.`,
 		SilenceUsage: true,
 	}
-	root.AddCommand(newVersionCommand(), newControllerCommand(), newPayloadCommand(), newDevCommand(), newAPICommand(), newLogCommand(), newPipelineCommand(), newReconcileCommand(), newRiskCommand())
+	root.AddCommand(newVersionCommand(), newControllerCommand(), newPayloadCommand(), newDevCommand(), newAPICommand(), newLogCommand(), newPipelineCommand(), newReconcileCommand(), newRiskCommand(), newFreezeCommand())
 	return root
 }
 

@@ -83,8 +83,9 @@ func (r *Reconciler) setup(mgr ctrl.Manager) {
 	r.report = eventlog.Recorder{Events: r.Events}
 }
 
-// parts are the spec and status of a ReleaseFreeze or ClusterReleaseFreeze.
-func parts(obj client.Object) (*v1alpha1.ReleaseFreezeSpec, *v1alpha1.ReleaseFreezeStatus) {
+// Parts are the spec and status of a ReleaseFreeze or ClusterReleaseFreeze (it panics on
+// another kind).
+func Parts(obj client.Object) (*v1alpha1.ReleaseFreezeSpec, *v1alpha1.ReleaseFreezeStatus) {
 	switch f := obj.(type) {
 	case *v1alpha1.ReleaseFreeze:
 		return &f.Spec, &f.Status
@@ -113,7 +114,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request, obj client
 	if !obj.GetDeletionTimestamp().IsZero() {
 		return ctrl.Result{}, nil
 	}
-	spec, current := parts(obj)
+	spec, current := Parts(obj)
 	before := current.DeepCopy()
 	now := r.Clock.Now()
 	// status is what the pass decided; the deferred part adds what its failures make of
@@ -164,7 +165,7 @@ func (r *Reconciler) record(ctx context.Context, obj client.Object, spec v1alpha
 	}
 	msg := fmt.Sprintf("freeze %s %s: %s", name, what, spec.Reason)
 	if t.Started {
-		msg += "; " + covers(spec)
+		msg += "; " + Covers(spec)
 		if t.Until.IsZero() {
 			msg += ", until it is ended"
 		} else {
@@ -188,8 +189,8 @@ func (r *Reconciler) record(ctx context.Context, obj client.Object, spec v1alpha
 	return nil
 }
 
-// covers says what a freeze holds, for people.
-func covers(spec v1alpha1.ReleaseFreezeSpec) string {
+// Covers says what a freeze holds, for people: "every pipeline, environments prod".
+func Covers(spec v1alpha1.ReleaseFreezeSpec) string {
 	s := "every pipeline"
 	if spec.Pipelines != nil {
 		if sel, err := metav1.LabelSelectorAsSelector(spec.Pipelines); err == nil {
@@ -228,7 +229,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, obj client.Object, before,
 		return false, nil
 	}
 	base := obj.DeepCopyObject().(client.Object)
-	_, current := parts(obj)
+	_, current := Parts(obj)
 	*current = *status
 	// The optimistic lock keeps a pass computed from a stale cache from writing over a newer
 	// status (and reporting a window's start twice).
