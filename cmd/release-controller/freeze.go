@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
 	// A freeze's schedule names an IANA time zone: the binary carries them, so that they
 	// work on a machine (or an image) without a zone database.
 	_ "time/tzdata"

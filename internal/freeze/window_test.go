@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+
 	// The zones on any machine, as in the binary.
 	_ "time/tzdata"
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/eventlog"
+	"github.com/release-controller/release-controller/internal/freeze"
 )
 
 // The pipelines read freezes from the cache: the ReleaseFreezes of their namespace and every
@@ -40,15 +41,8 @@ func (r *Reconciler) freezesOf(ctx context.Context, p *v1alpha1.Pipeline) ([]Fre
 // at a start or an end, its deletion) to the pipelines it may cover. An update is mapped
 // from the old object and the new one: the pipelines a selector no longer matches are freed.
 func (r *Reconciler) byFreeze(ctx context.Context, o client.Object) []reconcile.Request {
-	var f Freeze
-	switch o := o.(type) {
-	case *v1alpha1.ReleaseFreeze:
-		f = FreezeOf(o.Namespace, o.Name, o.CreationTimestamp, o.Spec)
-	case *v1alpha1.ClusterReleaseFreeze:
-		f = FreezeOf("", o.Name, o.CreationTimestamp, o.Spec)
-	default:
-		return nil
-	}
+	spec, _ := freeze.Parts(o)
+	f := FreezeOf(o.GetNamespace(), o.GetName(), o.GetCreationTimestamp(), *spec)
 	var list v1alpha1.PipelineList
 	var opts []client.ListOption
 	if f.Namespace != "" {
