@@ -242,9 +242,10 @@ func RollbackTarget(env v1alpha1.Environment, s *v1alpha1.EnvironmentStatus) (to
 // Held is the first failed verification that holds p's promotions, given the environments'
 // statuses of this reconcile (nil: none holds): an environment whose blocking verification
 // failed holds when it does not roll back (onFailure: hold, or no revision to roll back to)
-// while every target is still at the failed revision. A person releases it by rolling the
-// environment forward or back; approving the revision again does not (the approval route
-// approves revisions waiting to be promoted, not one promoted already). It is pure.
+// until a target is observed at another revision (a target that cannot be observed, as on an
+// unreachable cluster, releases nothing). A person releases it by rolling the environment
+// forward or back; approving the revision again does not (the approval route approves
+// revisions waiting to be promoted, not one promoted already). It is pure.
 func Held(p *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus) *Hold {
 	for i, env := range p.Spec.Environments {
 		if i >= len(envs) || env.Verification == nil {
@@ -252,7 +253,9 @@ func Held(p *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus) *Hold {
 		}
 		s := &envs[i]
 		v := s.Verification
-		if v == nil || v.State != v1alpha1.JobFailure || s.Revision != v.Revision {
+		if v == nil || v.State != v1alpha1.JobFailure || slices.ContainsFunc(s.Targets, func(t v1alpha1.TargetStatus) bool {
+			return t.Revision != "" && t.Revision != v.Revision
+		}) {
 			continue
 		}
 		if _, rollsBack := RollbackTarget(env, s); rollsBack {

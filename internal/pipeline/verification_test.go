@@ -314,8 +314,13 @@ func TestRollbacksAndHolds(t *testing.T) {
 		{name: "hold: promotions dropped", onFail: "hold", verified: "1", planned: []Action{{Env: 0, Revision: "3"}}, held: "dev"},
 		{name: "hold released once the environment is at another revision", onFail: "hold", verified: "1",
 			setup: func(_ *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus) {
-				envs[0].Revision = "1"
+				envs[0].Targets[0].Revision = "1"
 			}, planned: []Action{{Env: 0, Revision: "3"}}, want: []Action{{Env: 0, Revision: "3"}}},
+		{name: "a target that cannot be observed releases nothing", onFail: "hold", verified: "1",
+			setup: func(_ *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus) {
+				envs[0].Targets[0] = v1alpha1.TargetStatus{Namespace: "dev", Message: "connection refused"}
+				envs[0].Revision, envs[0].Ready = "", false
+			}, planned: []Action{{Env: 0, Revision: "3"}}, held: "dev"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
