@@ -179,7 +179,7 @@ type ApprovalState struct {
 	// Revision is the revision the approvals are of; empty before the first approval.
 	Revision  string     `json:"revision,omitempty"`
 	Approvers []Approver `json:"approvers,omitempty" jsonschema:"every approval of revision, in order"`
-	// Needed is how many more approvals the policy needs (0 once met).
+	// Needed is how many more approvals Revision needs (0 once met, or with no revision).
 	Needed    int        `json:"needed"`
 	PolicyMet *time.Time `json:"policyMet,omitempty" jsonschema:"when the approvals met the policy: the revision is promoted"`
 	MetBy     string     `json:"metBy,omitempty" jsonschema:"whose approval met the policy"`
@@ -425,8 +425,7 @@ func approvalPolicy(p *v1alpha1.Pipeline, i int) *ApprovalState {
 		parts = append(parts, "a signed approval counts as one machine approver")
 	}
 	out.Policy = strings.Join(parts, "; ")
-	out.Needed = int(out.MinApprovers)
-	out.Progress = fmt.Sprintf("0 of %d approvals, %d more needed", out.MinApprovers, out.Needed)
+	out.Progress = "no revision waits for approval"
 	return out
 }
 
@@ -435,7 +434,8 @@ func approvalPolicy(p *v1alpha1.Pipeline, i int) *ApprovalState {
 // used signatures of the environment: it holds no approval.
 func approvalsOf(out *ApprovalState, rec *v1alpha1.ApprovalRecord, waiting string) {
 	if waiting != "" && (rec == nil || rec.Revision != waiting) {
-		out.Revision = waiting
+		out.Revision, out.Needed = waiting, int(out.MinApprovers)
+		out.Progress = fmt.Sprintf("0 of %d approvals, %d more needed", out.MinApprovers, out.Needed)
 		return
 	}
 	if rec == nil || rec.Revision == "" {
