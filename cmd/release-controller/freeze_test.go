@@ -14,34 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/freeze"
-	"github.com/release-controller/release-controller/internal/manager"
-	"github.com/release-controller/release-controller/internal/releaselog"
 )
-
-// startFreezeController runs the freeze controllers against env until the test ends.
-func startFreezeController(t *testing.T) {
-	t.Helper()
-	logNS := env.Namespace(t)
-	mgr, err := manager.New(env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", SkipControllerNameValidation: true,
-		ReleaseLog: releaselog.Options{Namespace: logNS}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &freeze.Reconciler{Log: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), releaselog.Options{Namespace: logNS})}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-}
 
 // TestFreezeCommands starts, lists and ends freezes as a release team would: a stop-the-line
 // of a namespace's prod, a cluster freeze of some pipelines for a while; an end is kept for the
@@ -49,7 +22,7 @@ func startFreezeController(t *testing.T) {
 func TestFreezeCommands(t *testing.T) {
 	ctx := context.Background()
 	g := NewWithT(t)
-	startFreezeController(t)
+	env.StartFreezes(t, env.Namespace(t))
 	ns := env.Namespace(t)
 	kubeconfig := writeKubeconfig(t)
 	cli := func(args ...string) (string, error) {

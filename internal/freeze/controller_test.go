@@ -24,8 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/freeze"
-	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
@@ -39,29 +37,6 @@ func TestMain(m *testing.M) {
 
 // waitTimeout bounds every wait: a deadline for a broken test, not a performance assertion.
 const waitTimeout = 60 * time.Second
-
-// startController runs the freeze controllers, logging into logNS, until the test ends.
-func startController(t *testing.T, logNS string) {
-	t.Helper()
-	mgr, err := manager.New(env.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", SkipControllerNameValidation: true,
-		ReleaseLog: releaselog.Options{Namespace: logNS}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &freeze.Reconciler{Log: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), releaselog.Options{Namespace: logNS})}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-}
 
 // waitFreeze waits until the freeze's status satisfies ok, and returns the status.
 func waitFreeze(t *testing.T, obj client.Object, desc string, ok func(s *v1alpha1.ReleaseFreezeStatus) bool) *v1alpha1.ReleaseFreezeStatus {
@@ -128,7 +103,7 @@ func eventReasons(t *testing.T, namespace, name string) []string {
 func TestStopTheLine(t *testing.T) {
 	ctx := context.Background()
 	logNS, ns := env.Namespace(t), env.Namespace(t)
-	startController(t, logNS)
+	env.StartFreezes(t, logNS)
 
 	f := &v1alpha1.ReleaseFreeze{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "incident-42"},
 		Spec: v1alpha1.ReleaseFreezeSpec{Reason: "incident 42: payments down", Environments: []string{"prod"}}}
@@ -168,7 +143,7 @@ func TestStopTheLine(t *testing.T) {
 func TestClusterFreezeComesBackAtItsBoundaries(t *testing.T) {
 	ctx := context.Background()
 	logNS := env.Namespace(t)
-	startController(t, logNS)
+	env.StartFreezes(t, logNS)
 	start := metav1.NewTime(time.Now().Add(2 * time.Second).Truncate(time.Second))
 	end := metav1.NewTime(start.Add(2 * time.Second))
 	f := &v1alpha1.ClusterReleaseFreeze{ObjectMeta: metav1.ObjectMeta{Name: "window-" + strings.TrimPrefix(logNS, "test-")},
@@ -194,7 +169,7 @@ func TestClusterFreezeComesBackAtItsBoundaries(t *testing.T) {
 func TestScheduleInAZone(t *testing.T) {
 	ctx := context.Background()
 	logNS, ns := env.Namespace(t), env.Namespace(t)
-	startController(t, logNS)
+	env.StartFreezes(t, logNS)
 	weekend := func(name, zone string) *v1alpha1.ReleaseFreeze {
 		f := &v1alpha1.ReleaseFreeze{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: v1alpha1.ReleaseFreezeSpec{Reason: "weekend", Schedule: &v1alpha1.FreezeSchedule{

@@ -71,14 +71,7 @@ func TestFailurePoints(t *testing.T) {
 	if err := r.SetupWithoutController(mgr); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with: %v", err)
-		}
-	})
+	testenv.Run(t, mgr)
 
 	current := func() *v1alpha1.ReleaseFreeze {
 		var f v1alpha1.ReleaseFreeze

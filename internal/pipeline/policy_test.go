@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/freeze"
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/pipeline"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server/approval"
+	"github.com/release-controller/release-controller/internal/testenv"
 )
 
 // devToLeaf makes a pipeline dev (the management cluster) → staging (the leaf, through a
@@ -110,14 +110,7 @@ func TestSoakHoldsThenReleases(t *testing.T) {
 	if err := r.SetupWithoutController(ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager stopped with: %v", err)
-		}
-	})
+	testenv.Run(t, mgr)
 	// pass reconciles once the cache holds the pipeline as written, and returns the result
 	// and the pipeline after it.
 	pass := func(g Gomega) (ctrl.Result, *v1alpha1.Pipeline) {
@@ -170,29 +163,6 @@ func TestSoakHoldsThenReleases(t *testing.T) {
 	g.Expect(dev.ReadySince.Time).To(BeTemporally("==", start))
 }
 
-// startFreezeController runs the freeze controllers, logging into logNS, until the test ends.
-func startFreezeController(t *testing.T, logNS string) {
-	t.Helper()
-	mgr, err := manager.New(mgmt.Config, manager.Options{MetricsAddr: "0", ProbeAddr: "0", SkipControllerNameValidation: true,
-		ReleaseLog: releaselog.Options{Namespace: logNS}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &freeze.Reconciler{Log: releaselog.NewWriter(mgr.GetClient(), mgr.GetAPIReader(), releaselog.Options{Namespace: logNS})}
-	if err := r.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("freeze manager: %v", err)
-		}
-	})
-}
-
 // TestFreezeHoldsThenReleases: a ReleaseFreeze of staging without an end (a stop-the-line) and
 // a ClusterReleaseFreeze of prod selecting the pipeline by label hold what dev is ready at;
 // the first ended, staging takes it, the second deleted, prod does. The freeze's start and
@@ -202,7 +172,7 @@ func TestFreezeHoldsThenReleases(t *testing.T) {
 	g := NewWithT(t)
 	logNS := ns(t, mgmt.Client)
 	startController(t, logNS)
-	startFreezeController(t, logNS)
+	mgmt.StartFreezes(t, logNS)
 	var mark string
 	key, stagingNS, prodNS := devToLeaf(t, true, func(p *v1alpha1.Pipeline) {
 		mark = p.Namespace
