@@ -311,10 +311,10 @@ A token for other clients: %s
 The demo's build system publishes a component build every %s; publish one now with:
   release-controller dev bump --data-dir %s [COMPONENT] [--break e2e|platform]
 
-The pipeline %s/%s promotes every accepted payload into dev, then staging, then prod, which
-waits for approval (%s get pipeline -n %s %s). Approve it with:
+The pipeline %s/%s promotes every accepted payload into dev, then staging, where it soaks %s,
+then prod, which waits for approval (%s get pipeline -n %s %s). Approve it with:
   %s
-`, opts.BuildInterval, dataDir, DemoNamespace, demo.PipelineName, kubectl, DemoNamespace, demo.PipelineName, ApproveCommand(kubectl, dataDir, opts.Listen))
+`, opts.BuildInterval, dataDir, DemoNamespace, demo.PipelineName, demo.StagingSoak, kubectl, DemoNamespace, demo.PipelineName, ApproveCommand(kubectl, dataDir, opts.Listen))
 		PrintUpdateService(out, kubeconfig, opts.Listen)
 	}
 	fmt.Fprintf(out, `

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -44,8 +45,13 @@ func (o Options) EnvironmentNamespace(env string) string {
 	return o.namespace() + "-" + env
 }
 
+// StagingSoak is how long a revision soaks in the demo's staging before prod may take it:
+// long enough to be seen on the pipeline's page, short enough for the tour.
+const StagingSoak = time.Minute
+
 // Pipeline is the demo's Pipeline: dev on the local cluster, staging and prod on the remote
-// one, prod waiting for an approval signed with the key of ApprovalSecret.
+// one, staging soaking StagingSoak, prod waiting for an approval signed with the key of
+// ApprovalSecret.
 func Pipeline(opts Options) *v1alpha1.Pipeline {
 	return &v1alpha1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: opts.namespace(), Name: PipelineName},
@@ -54,7 +60,12 @@ func Pipeline(opts Options) *v1alpha1.Pipeline {
 			Source: &v1alpha1.PipelineSource{ReleaseStream: StreamName},
 			Environments: []v1alpha1.Environment{
 				{Name: "dev", Targets: []v1alpha1.Target{{Namespace: opts.EnvironmentNamespace("dev")}}},
-				{Name: "staging", Targets: []v1alpha1.Target{{Namespace: opts.EnvironmentNamespace("staging"), ClusterRef: RemoteClusterSecret}}},
+				{
+					Name:    "staging",
+					Targets: []v1alpha1.Target{{Namespace: opts.EnvironmentNamespace("staging"), ClusterRef: RemoteClusterSecret}},
+					// Prod takes a revision once it ran a while in staging (StagingSoak).
+					Promotion: &v1alpha1.Promotion{MinSoak: &metav1.Duration{Duration: StagingSoak}},
+				},
 				{
 					Name:     "prod",
 					Targets:  []v1alpha1.Target{{Namespace: opts.EnvironmentNamespace("prod"), ClusterRef: RemoteClusterSecret}},
