@@ -91,8 +91,10 @@ func newDevBumpCommand() *cobra.Command {
 				kind = demo.BreakE2E
 			case "platform":
 				kind = demo.MissingPlatform
+			case "smoke":
+				kind = demo.BreakSmoke
 			default:
-				return fmt.Errorf("--break must be e2e or platform, not %q", breakage)
+				return fmt.Errorf("--break must be e2e, platform or smoke, not %q", breakage)
 			}
 			build, err := demo.Bump(cmd.Context(), demo.Options{Dir: dataDir, Registry: registryAddr, Namespace: devenv.DemoNamespace}, component, kind)
 			if err != nil {
@@ -103,14 +105,14 @@ func newDevBumpCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dataDir, "data-dir", defaultDataDir, "data folder of the running environment")
-	cmd.Flags().StringVar(&breakage, "break", "", "make the build break something: e2e (the e2e check fails) or platform (built for one platform only: the stream refuses the component until its next build)")
+	cmd.Flags().StringVar(&breakage, "break", "", "make the build break something: e2e (the e2e check fails), platform (built for one platform only: the stream refuses the component until its next build) or smoke (the stream accepts its payloads, the demo pipeline's smoke check in dev fails and rolls dev back)")
 	return cmd
 }
 
 func newDevCheckCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "check KIND",
-		Short: "A demo verification (e2e, flaky, upgrade, conformance); run by the demo's verification jobs",
+		Short: "A demo verification (e2e, flaky, upgrade, conformance, smoke); run by the demo's verification jobs",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return demo.Check(cmd.Context(), args[0], os.Getenv, cmd.OutOrStdout())

@@ -39,10 +39,19 @@ const (
 	// every one of Platforms: the stream refuses the component (its Imported condition names
 	// the missing platform) and creates no payload until a later build has every platform.
 	MissingPlatform Breakage = "MissingPlatform"
+	// BreakSmoke puts MarkerBreaksSmoke in the commit message: the stream's checks pass, so
+	// the payload is accepted, but the smoke check the demo pipeline runs in dev fails, and
+	// dev is rolled back.
+	BreakSmoke Breakage = "BreakSmoke"
 )
 
-// MarkerBreaksE2E in a commit's first line makes the e2e check fail.
-const MarkerBreaksE2E = "[breaks-e2e]"
+// Markers in a commit's first line that make a check fail.
+const (
+	// MarkerBreaksE2E makes the e2e check fail.
+	MarkerBreaksE2E = "[breaks-e2e]"
+	// MarkerBreaksSmoke makes the smoke check fail.
+	MarkerBreaksSmoke = "[breaks-smoke]"
+)
 
 // Labels of the component images.
 const (
@@ -96,8 +105,8 @@ func Bump(ctx context.Context, opts Options, component string, breakage Breakage
 	if !slices.Contains(Components, component) {
 		return Build{}, fmt.Errorf("unknown demo component %q (known: %s)", component, strings.Join(Components, ", "))
 	}
-	if breakage != NoBreakage && breakage != BreakE2E && breakage != MissingPlatform {
-		return Build{}, fmt.Errorf("unknown breakage %q (known: %s, %s)", breakage, BreakE2E, MissingPlatform)
+	if !slices.Contains([]Breakage{NoBreakage, BreakE2E, MissingPlatform, BreakSmoke}, breakage) {
+		return Build{}, fmt.Errorf("unknown breakage %q (known: %s, %s, %s)", breakage, BreakE2E, MissingPlatform, BreakSmoke)
 	}
 	var b Build
 	err := withLock(opts, func() error {
@@ -223,6 +232,9 @@ func commitBuild(repo *git.Repository, dir, component string, breakage Breakage)
 		body += " It breaks the end-to-end tests on purpose."
 	case MissingPlatform:
 		body += " The build system built its image for " + Platforms[0] + " only, by mistake."
+	case BreakSmoke:
+		subject += " " + MarkerBreaksSmoke
+		body += " It passes the stream's checks but breaks the smoke test of a rolled-out app on purpose."
 	}
 	if err := os.WriteFile(filepath.Join(dir, buildFile), []byte(strconv.Itoa(n)+"\n"), 0o644); err != nil {
 		return nil, err

@@ -34,7 +34,7 @@ const (
 var chance = rand.Float64
 
 // CheckKinds are the known check kinds.
-var CheckKinds = []string{CheckE2E, CheckFlaky, CheckUpgrade, CheckConformance}
+var CheckKinds = []string{CheckE2E, CheckFlaky, CheckUpgrade, CheckConformance, CheckSmoke}
 
 // Check runs the verification check kind against the payload of the verification job's
 // environment (env is os.Getenv in a job): it reads the payload image RELEASE_IMAGE_LATEST,
@@ -43,13 +43,17 @@ var CheckKinds = []string{CheckE2E, CheckFlaky, CheckUpgrade, CheckConformance}
 //   - e2e fails when a component's commit message carries MarkerBreaksE2E;
 //   - flaky fails at random, FlakyFailureChance of the time;
 //   - upgrade needs RELEASE_IMAGE_INITIAL, a payload with an older release tag;
-//   - conformance fails at random, ConformanceFailureChance of the time.
+//   - conformance fails at random, ConformanceFailureChance of the time;
+//   - smoke is the demo pipeline's check of its dev environment (checkSmoke).
 func Check(ctx context.Context, kind string, env func(string) string, out io.Writer, remoteOpts ...remote.Option) error {
 	if !slices.Contains(CheckKinds, kind) {
 		return fmt.Errorf("unknown check kind %q (known: %s)", kind, strings.Join(CheckKinds, ", "))
 	}
 	if err := pause(ctx); err != nil {
 		return err
+	}
+	if kind == CheckSmoke {
+		return checkSmoke(ctx, env, out, remoteOpts)
 	}
 	latest, err := payload(ctx, env, out, remoteOpts)
 	if err != nil {
@@ -107,28 +111,9 @@ func payload(ctx context.Context, env func(string) string, out io.Writer, remote
 // checkE2E reads every component image's commit message and fails on the ones that say they
 // break the end-to-end tests.
 func checkE2E(ctx context.Context, p *releaseimage.PayloadInfo, out io.Writer, remoteOpts []remote.Option) error {
-	opts := append(slices.Clone(remoteOpts), remote.WithContext(ctx))
-	var broken []string
-	for _, c := range p.References.Components {
-		ref, err := name.ParseReference(c.Image)
-		if err != nil {
-			return fmt.Errorf("component %s: %w", c.Name, err)
-		}
-		img, err := remote.Image(ref, opts...)
-		if err != nil {
-			return fmt.Errorf("component %s: reading %s: %w", c.Name, c.Image, err)
-		}
-		config, err := img.ConfigFile()
-		if err != nil {
-			return fmt.Errorf("component %s: reading the configuration of %s: %w", c.Name, c.Image, err)
-		}
-		message := config.Config.Labels[LabelMessage]
-		verdict := "ok"
-		if strings.Contains(message, MarkerBreaksE2E) {
-			verdict = "BREAKS E2E"
-			broken = append(broken, fmt.Sprintf("%s (revision %.7s)", c.Name, c.Revision))
-		}
-		fmt.Fprintf(out, "  %-10s revision %.7s %q: %s\n", c.Name, c.Revision, message, verdict)
+	broken, err := marked(ctx, p, MarkerBreaksE2E, "BREAKS E2E", out, remoteOpts)
+	if err != nil {
+		return err
 	}
 	if len(broken) > 0 {
 		fmt.Fprintf(out, "e2e: FAIL\n")
@@ -136,6 +121,35 @@ func checkE2E(ctx context.Context, p *releaseimage.PayloadInfo, out io.Writer, r
 	}
 	fmt.Fprintf(out, "e2e: PASS, %d components\n", len(p.References.Components))
 	return nil
+}
+
+// marked prints every component image's commit message of p, with verdict beside those that
+// carry marker, and returns those components ("web (revision 1a2b3c4)").
+func marked(ctx context.Context, p *releaseimage.PayloadInfo, marker, verdict string, out io.Writer, remoteOpts []remote.Option) ([]string, error) {
+	opts := append(slices.Clone(remoteOpts), remote.WithContext(ctx))
+	var found []string
+	for _, c := range p.References.Components {
+		ref, err := name.ParseReference(c.Image)
+		if err != nil {
+			return nil, fmt.Errorf("component %s: %w", c.Name, err)
+		}
+		img, err := remote.Image(ref, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("component %s: reading %s: %w", c.Name, c.Image, err)
+		}
+		config, err := img.ConfigFile()
+		if err != nil {
+			return nil, fmt.Errorf("component %s: reading the configuration of %s: %w", c.Name, c.Image, err)
+		}
+		message := config.Config.Labels[LabelMessage]
+		says := "ok"
+		if strings.Contains(message, marker) {
+			says = verdict
+			found = append(found, fmt.Sprintf("%s (revision %.7s)", c.Name, c.Revision))
+		}
+		fmt.Fprintf(out, "  %-10s revision %.7s %q: %s\n", c.Name, c.Revision, message, says)
+	}
+	return found, nil
 }
 
 // checkRandom is a test suite that fails at random with the given chance.

@@ -6,10 +6,14 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/releaseimage"
@@ -144,6 +148,70 @@ func TestRandomChecks(t *testing.T) {
 }
 
 func TestCheckUnknownKind(t *testing.T) {
-	_, err := check("smoke", jobEnv("", "", ""))
-	NewWithT(t).Expect(err).To(MatchError(`unknown check kind "smoke" (known: e2e, flaky, upgrade, conformance)`))
+	_, err := check("load", jobEnv("", "", ""))
+	NewWithT(t).Expect(err).To(MatchError(`unknown check kind "load" (known: e2e, flaky, upgrade, conformance, smoke)`))
+}
+
+// The smoke check reads the app each target runs, rolled out at the revision, and fails on a
+// component that breaks smoke, which the stream's e2e check lets through.
+func TestCheckSmoke(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	opts := setup(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(env.WriteKubeconfig(kubeconfig)).To(Succeed())
+	dev := opts.EnvironmentNamespace("dev")
+	g.Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: dev}})).To(Succeed())
+	app := App(opts, dev)
+	g.Expect(env.Client.Create(ctx, app)).To(Succeed())
+	// rollOut runs the payload tag in the app; done writes the status of a finished rollout.
+	rollOut := func(tag string, done bool) {
+		t.Helper()
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(app), app)).To(Succeed())
+		app.Spec.Template.Spec.Containers[0].Image = opts.PayloadRepository() + ":" + tag
+		g.Expect(env.Client.Update(ctx, app)).To(Succeed())
+		if done {
+			app.Status = RolledOut(app, metav1.Now())
+			g.Expect(env.Client.Status().Update(ctx, app)).To(Succeed())
+		}
+	}
+	smokeEnv := func(revision, targets string) func(string) string {
+		vars := map[string]string{
+			v1alpha1.EnvRevision: revision, v1alpha1.EnvTargets: targets, v1alpha1.EnvEnvironment: "dev",
+			v1alpha1.EnvPipeline: PipelineName, v1alpha1.EnvPipelineNamespace: opts.namespace(), "KUBECONFIG": kubeconfig,
+		}
+		return func(k string) string { return vars[k] }
+	}
+
+	good, _ := buildPayload(t, opts, 0)
+	rollOut(good, true)
+	out, err := check(CheckSmoke, smokeEnv(good, dev))
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("target " + dev + ": nightly rolled out, running payload " + good + " (4 components)"))
+	g.Expect(out).To(ContainSubstring("smoke: PASS"))
+
+	broken, err := Bump(ctx, opts, "web", BreakSmoke)
+	g.Expect(err).NotTo(HaveOccurred())
+	bad, badImage := buildPayload(t, opts, 1)
+	out, err = check(CheckE2E, jobEnv(bad, badImage, ""))
+	g.Expect(err).NotTo(HaveOccurred(), "the stream's e2e lets a smoke breakage through: %s", out)
+
+	// A rollout that has not finished is not checked yet.
+	rollOut(bad, false)
+	_, err = check(CheckSmoke, smokeEnv(bad, dev))
+	g.Expect(err).To(MatchError(ContainSubstring("not rolled out at " + bad)))
+	rollOut(bad, true)
+	out, err = check(CheckSmoke, smokeEnv(bad, dev))
+	g.Expect(err).To(MatchError(fmt.Sprintf("smoke failed: web (revision %.7s) in %s breaks the rolled-out app", broken.Commit, dev)))
+	g.Expect(out).To(ContainSubstring(broken.Message + `": BREAKS SMOKE`))
+	g.Expect(out).To(ContainSubstring("smoke: FAIL"))
+
+	// The app must run the revision verified; targets on other clusters are not read; it runs
+	// only as an environment's verification.
+	_, err = check(CheckSmoke, smokeEnv(good, dev))
+	g.Expect(err).To(MatchError(ContainSubstring(fmt.Sprintf(`the app is at %q`, bad))))
+	_, err = check(CheckSmoke, smokeEnv(bad, "remote-cluster:"+dev))
+	g.Expect(err).To(MatchError(ContainSubstring("is on another cluster")))
+	_, err = check(CheckSmoke, smokeEnv("", ""))
+	g.Expect(err).To(MatchError(ContainSubstring("RELEASE_REVISION and RELEASE_TARGETS are not set")))
 }

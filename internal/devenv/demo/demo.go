@@ -119,6 +119,8 @@ const (
 	CheckFlaky       = "flaky"
 	CheckUpgrade     = "upgrade"
 	CheckConformance = "conformance"
+	// CheckSmoke is the demo pipeline's check of its dev environment after each rollout.
+	CheckSmoke = "smoke"
 )
 
 // CheckCommand is the command of a verification job running the check kind.

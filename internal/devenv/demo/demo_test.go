@@ -220,6 +220,11 @@ func TestBump(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(platformsOf(t, repaired.Image)).To(Equal(Platforms))
 
+	smoke, err := Bump(context.Background(), opts, "operator", BreakSmoke)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(smoke.Message).To(HaveSuffix(MarkerBreaksSmoke))
+	g.Expect(smoke.Message).NotTo(ContainSubstring(MarkerBreaksE2E))
+
 	_, err = Bump(context.Background(), opts, "database", NoBreakage)
 	g.Expect(err).To(MatchError(ContainSubstring(`unknown demo component "database"`)))
 	_, err = Bump(context.Background(), opts, "api", Breakage("Slow"))
@@ -265,7 +270,7 @@ func TestPickBuild(t *testing.T) {
 		components[c]++
 	}
 	g := NewWithT(t)
-	// A component built without a platform is built again next, whole.
+	// A component built without a platform, or breaking smoke, is built again next, whole.
 	for range 100 {
 		c, b := pickBuild(rng, "web")
 		g.Expect(c).To(Equal("web"))
@@ -274,7 +279,8 @@ func TestPickBuild(t *testing.T) {
 	g.Expect(components).To(HaveLen(len(Components)))
 	g.Expect(counts[BreakE2E]).To(BeNumerically("~", 200, 40))
 	g.Expect(counts[MissingPlatform]).To(BeNumerically("~", 100, 30))
-	g.Expect(counts[NoBreakage]).To(BeNumerically("~", 700, 50))
+	g.Expect(counts[BreakSmoke]).To(BeNumerically("~", 100, 30))
+	g.Expect(counts[NoBreakage]).To(BeNumerically("~", 600, 50))
 }
 
 // syncBuffer is a log written by the build system's goroutine and read by the test.
