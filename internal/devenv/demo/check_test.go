@@ -183,9 +183,15 @@ func TestCheckSmoke(t *testing.T) {
 		return func(k string) string { return vars[k] }
 	}
 
+	// The app as the demo makes it runs the placeholder, which no payload is yet.
+	rollOut(PlaceholderRevision, true)
+	out, err := check(CheckSmoke, smokeEnv(PlaceholderRevision, dev))
+	g.Expect(err).NotTo(HaveOccurred(), out)
+	g.Expect(out).To(ContainSubstring("runs the placeholder :latest, which no payload is yet: nothing to check"))
+
 	good, _ := buildPayload(t, opts, 0)
 	rollOut(good, true)
-	out, err := check(CheckSmoke, smokeEnv(good, dev))
+	out, err = check(CheckSmoke, smokeEnv(good, dev))
 	g.Expect(err).NotTo(HaveOccurred(), out)
 	g.Expect(out).To(ContainSubstring("target " + dev + ": nightly rolled out, running payload " + good + " (4 components)"))
 	g.Expect(out).To(ContainSubstring("smoke: PASS"))

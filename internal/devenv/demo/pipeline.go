@@ -36,6 +36,9 @@ const (
 	RemoteClusterAccount = "remote-deployer"
 	// ApprovalSecret holds (key hmac-key) the shared key that signs prod's approvals.
 	ApprovalSecret = "prod-approvals"
+	// ReleaseManagerAccount is the ServiceAccount whose token is prod's second approver: RBAC
+	// lets it approve and reject the demo pipeline's revisions, nothing else.
+	ReleaseManagerAccount = "release-manager"
 	// AppLabel marks the demo's apps: the dev rollout step writes their status.
 	AppLabel = "release-controller.dev/demo-app"
 )
@@ -49,17 +52,30 @@ func (o Options) EnvironmentNamespace(env string) string {
 // long enough to be seen on the pipeline's page, short enough for the tour.
 const StagingSoak = time.Minute
 
-// Pipeline is the demo's Pipeline: dev on the local cluster, staging and prod on the remote
-// one, staging soaking StagingSoak, prod waiting for an approval signed with the key of
-// ApprovalSecret.
+// ProdApprovers is how many distinct approvers prod's policy needs: the signed key (one
+// machine approver) and the release manager's token.
+const ProdApprovers = 2
+
+// Pipeline is the demo's Pipeline: dev on the local cluster, verified by the smoke check after
+// each rollout and rolled back when it fails; staging and prod on the remote one, staging
+// soaking StagingSoak, prod waiting for ProdApprovers approvals: one signed with the key of
+// ApprovalSecret, one sent with ReleaseManagerAccount's token.
 func Pipeline(opts Options) *v1alpha1.Pipeline {
 	return &v1alpha1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: opts.namespace(), Name: PipelineName},
 		Spec: v1alpha1.PipelineSpec{
-			AppRef: v1alpha1.AppReference{APIVersion: "apps/v1", Kind: "Deployment", Name: AppName, Container: AppContainer},
+			AppRef: appRef,
 			Source: &v1alpha1.PipelineSource{ReleaseStream: StreamName},
 			Environments: []v1alpha1.Environment{
-				{Name: "dev", Targets: []v1alpha1.Target{{Namespace: opts.EnvironmentNamespace("dev")}}},
+				{
+					Name:    "dev",
+					Targets: []v1alpha1.Target{{Namespace: opts.EnvironmentNamespace("dev")}},
+					// Staging takes only a revision that passed; one that fails goes back.
+					Verification: &v1alpha1.EnvironmentVerification{
+						OnFailure:     v1alpha1.OnFailureRollback,
+						Verifications: []v1alpha1.Verification{{Name: CheckSmoke, Type: v1alpha1.Blocking, Job: checkJob(CheckSmoke, opts.checkImage())}},
+					},
+				},
 				{
 					Name:    "staging",
 					Targets: []v1alpha1.Target{{Namespace: opts.EnvironmentNamespace("staging"), ClusterRef: RemoteClusterSecret}},
@@ -69,15 +85,20 @@ func Pipeline(opts Options) *v1alpha1.Pipeline {
 				{
 					Name:     "prod",
 					Targets:  []v1alpha1.Target{{Namespace: opts.EnvironmentNamespace("prod"), ClusterRef: RemoteClusterSecret}},
-					Approval: &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: ApprovalSecret}},
+					Approval: &v1alpha1.Approval{SecretRef: &v1alpha1.SecretKeyReference{Name: ApprovalSecret}, MinApprovers: ProdApprovers},
 				},
 			},
 		},
 	}
 }
 
-// App is the demo app in namespace: one replica running the payload repository's :latest
-// until the pipeline promotes a payload into it.
+// PlaceholderRevision is the revision of the demo apps until the pipeline promotes a payload
+// into them: the payload repository's tag the stream moves to its newest accepted payload
+// (PublishTags), absent until it accepted one.
+const PlaceholderRevision = "latest"
+
+// App is the demo app in namespace: one replica running the payload repository's
+// PlaceholderRevision until the pipeline promotes a payload into it.
 func App(opts Options, namespace string) *appsv1.Deployment {
 	labels := map[string]string{"app": AppName, AppLabel: "true"}
 	return &appsv1.Deployment{
@@ -89,7 +110,7 @@ func App(opts Options, namespace string) *appsv1.Deployment {
 				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": AppName}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{
 					Name:  AppContainer,
-					Image: opts.PayloadRepository() + ":latest",
+					Image: opts.PayloadRepository() + ":" + PlaceholderRevision,
 				}}},
 			},
 		},
@@ -174,27 +195,61 @@ const PipelineRole = "pipeline"
 
 // grantPipelineAccount gives the demo pipeline's account what the pipeline does as it: apply
 // the dev app (the only local target), read the remote cluster's kubeconfig Secret and (for
-// the API server's approval route) prod's approval key. The controller and the API server act
-// as the account, so without these the promotion to dev and prod's approval are forbidden.
+// the API server's approval route) prod's approval key, and create and delete dev's smoke
+// check Jobs. The controller and the API server act as the account, so without these the
+// promotion to dev, dev's verification and prod's approval are forbidden.
 func grantPipelineAccount(ctx context.Context, c client.Client, opts Options) error {
 	ns := opts.namespace()
 	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: PipelineAccount}}
-	grants := map[string]rbacv1.PolicyRule{
-		opts.EnvironmentNamespace("dev"): {APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{AppName}, Verbs: []string{"get", "patch"}},
-		ns:                               {APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{RemoteClusterSecret, ApprovalSecret}, Verbs: []string{"get"}},
+	grants := map[string][]rbacv1.PolicyRule{
+		opts.EnvironmentNamespace("dev"): {{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, ResourceNames: []string{AppName}, Verbs: []string{"get", "patch"}}},
+		ns: {
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{RemoteClusterSecret, ApprovalSecret}, Verbs: []string{"get"}},
+			{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create", "delete"}},
+		},
 	}
-	for namespace, rule := range grants {
-		for _, obj := range []client.Object{
-			&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: PipelineRole}, Rules: []rbacv1.PolicyRule{rule}},
-			&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: PipelineRole},
-				RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: PipelineRole}, Subjects: subjects},
-		} {
-			if err := createIfMissing(ctx, c, obj); err != nil {
-				return fmt.Errorf("%T %s/%s: %w", obj, namespace, obj.GetName(), err)
-			}
+	for namespace, rules := range grants {
+		if err := bindRole(ctx, c, namespace, PipelineRole, rules, subjects); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// bindRole creates the Role name of namespace with rules, bound to subjects, unless they exist.
+func bindRole(ctx context.Context, c client.Client, namespace, name string, rules []rbacv1.PolicyRule, subjects []rbacv1.Subject) error {
+	for _, obj := range []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Rules: rules},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, Subjects: subjects},
+	} {
+		if err := createIfMissing(ctx, c, obj); err != nil {
+			return fmt.Errorf("%T %s/%s: %w", obj, namespace, obj.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// ReleaseManagerToken makes sure ReleaseManagerAccount exists, with RBAC to approve and reject
+// the demo pipeline's revisions (update on pipelines/approval, as the approval route asks),
+// and returns a fresh token of it, valid for a day: tokens die with the API server's signing
+// key at the next start anyway.
+func ReleaseManagerToken(ctx context.Context, c client.Client, opts Options) (string, error) {
+	ns := opts.namespace()
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ReleaseManagerAccount}}
+	if err := createIfMissing(ctx, c, account); err != nil {
+		return "", fmt.Errorf("ServiceAccount %s/%s: %w", ns, ReleaseManagerAccount, err)
+	}
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"pipelines/approval"}, ResourceNames: []string{PipelineName}, Verbs: []string{"update"}}}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: ReleaseManagerAccount}}
+	if err := bindRole(ctx, c, ns, ReleaseManagerAccount, rules, subjects); err != nil {
+		return "", err
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}
+	if err := c.SubResource("token").Create(ctx, account, req); err != nil {
+		return "", fmt.Errorf("requesting a token for %s: %w", ReleaseManagerAccount, err)
+	}
+	return req.Status.Token, nil
 }
 
 // remoteKubeconfig makes sure the remote cluster's service account and RBAC exist and returns
@@ -218,22 +273,15 @@ func remoteKubeconfig(ctx context.Context, c client.Client, opts Options, cfg *r
 			Subjects:   subjects,
 		},
 	}
-	for _, env := range []string{"staging", "prod"} {
-		envNS := opts.EnvironmentNamespace(env)
-		objs = append(objs,
-			&rbacv1.Role{
-				ObjectMeta: metav1.ObjectMeta{Namespace: envNS, Name: RemoteClusterAccount},
-				Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch", "update"}}},
-			},
-			&rbacv1.RoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Namespace: envNS, Name: RemoteClusterAccount},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: RemoteClusterAccount},
-				Subjects:   subjects,
-			})
-	}
 	for _, obj := range objs {
 		if err := createIfMissing(ctx, c, obj); err != nil {
 			return nil, fmt.Errorf("%T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	apply := []rbacv1.PolicyRule{{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"get", "patch", "update"}}}
+	for _, env := range []string{"staging", "prod"} {
+		if err := bindRole(ctx, c, opts.EnvironmentNamespace(env), RemoteClusterAccount, apply, subjects); err != nil {
+			return nil, err
 		}
 	}
 	// A week: tokens die with the API server's signing key at the next start anyway.

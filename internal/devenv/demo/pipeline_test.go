@@ -9,8 +9,11 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -104,6 +107,54 @@ func TestPipelineAccountGrants(t *testing.T) {
 	}
 	if err := tenant.Get(ctx, types.NamespacedName{Namespace: opts.namespace(), Name: "other"}, &s); !apierrors.IsForbidden(err) {
 		t.Errorf("reading another Secret as the pipeline's account: %v, want forbidden", err)
+	}
+	// dev's smoke check Jobs are created and deleted as the account.
+	run := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: opts.namespace(), Name: "smoke"}, Spec: batchv1.JobSpec{Template: checkJob(CheckSmoke, "check").Template.Spec.Template}}
+	if err := tenant.Create(ctx, run, client.DryRunAll); err != nil {
+		t.Errorf("creating a verification Job as the pipeline's account: %v", err)
+	}
+	if err := tenant.Delete(ctx, run, client.DryRunAll); !apierrors.IsNotFound(err) {
+		t.Errorf("deleting a verification Job as the pipeline's account: %v, want not found (allowed)", err)
+	}
+}
+
+// The release manager's token may approve and reject the demo pipeline's revisions (what the
+// approval route asks RBAC), and nothing else; a second call gives a new token of the account.
+func TestReleaseManagerToken(t *testing.T) {
+	ctx := context.Background()
+	opts := options(t)
+	if _, err := SetupPipeline(ctx, env.Client, opts, env.Config); err != nil {
+		t.Fatalf("SetupPipeline: %v", err)
+	}
+	token, err := ReleaseManagerToken(ctx, env.Client, opts)
+	if err != nil {
+		t.Fatalf("ReleaseManagerToken: %v", err)
+	}
+	again, err := ReleaseManagerToken(ctx, env.Client, opts)
+	if err != nil || again == token {
+		t.Fatalf("second ReleaseManagerToken: %v (the same token: %t)", err, again == token)
+	}
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.BearerToken = token
+	rm, err := client.New(cfg, client.Options{Scheme: manager.NewScheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	may := func(resource, subresource, name, verb string) bool {
+		t.Helper()
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: opts.namespace(), Group: v1alpha1.GroupVersion.Group, Resource: resource, Subresource: subresource, Name: name, Verb: verb,
+		}}}
+		if err := rm.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Allowed
+	}
+	if !may("pipelines", "approval", PipelineName, "update") {
+		t.Error("the release manager may not update pipelines/approval of the demo pipeline")
+	}
+	if may("pipelines", "approval", "other", "update") || may("pipelines", "", PipelineName, "update") || may("pipelines", "status", PipelineName, "update") {
+		t.Error("the release manager may do more than approve the demo pipeline")
 	}
 }
 
