@@ -77,6 +77,9 @@ const (
 	KubeconfigFile = "kubeconfig"
 	// ApprovalKeyFile holds the shared key that signs the demo pipeline's prod approvals.
 	ApprovalKeyFile = "prod-approval-key"
+	// ReleaseManagerTokenFile holds a token of the demo's release manager, prod's second
+	// approver (demo.ReleaseManagerAccount).
+	ReleaseManagerTokenFile = "release-manager-token"
 	// ChangeLogCacheDir holds the git clones changelogs are read from.
 	ChangeLogCacheDir = "changelog-cache"
 	logsDir           = "logs"
@@ -254,6 +257,13 @@ func Run(ctx context.Context, opts Options) (err error) {
 		if err := os.WriteFile(filepath.Join(dataDir, ApprovalKeyFile), append(key, '\n'), 0o600); err != nil {
 			return fmt.Errorf("writing the approval key: %w", err)
 		}
+		manager, err := demo.ReleaseManagerToken(ctx, direct, demoOpts)
+		if err != nil {
+			return fmt.Errorf("setting up the demo pipeline: %w", err)
+		}
+		if err := writeToken(filepath.Join(dataDir, ReleaseManagerTokenFile), manager); err != nil {
+			return fmt.Errorf("writing the release manager's token: %w", err)
+		}
 		// No kube-controller-manager here: the rollout step makes the demo's apps ready.
 		if err := (&demo.Rollout{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 			return err
@@ -309,12 +319,9 @@ A token for other clients: %s
 	if opts.Demo {
 		fmt.Fprintf(out, `
 The demo's build system publishes a component build every %s; publish one now with:
-  release-controller dev bump --data-dir %s [COMPONENT] [--break e2e|platform]
-
-The pipeline %s/%s promotes every accepted payload into dev, then staging, where it soaks %s,
-then prod, which waits for approval (%s get pipeline -n %s %s). Approve it with:
-  %s
-`, opts.BuildInterval, dataDir, DemoNamespace, demo.PipelineName, demo.StagingSoak, kubectl, DemoNamespace, demo.PipelineName, ApproveCommand(kubectl, dataDir, opts.Listen))
+  release-controller dev bump --data-dir %s [COMPONENT] [--break e2e|platform|smoke]
+`, opts.BuildInterval, dataDir)
+		PrintPipeline(out, kubectl, dataDir, kubeconfig, opts.Listen)
 		PrintUpdateService(out, kubeconfig, opts.Listen)
 	}
 	fmt.Fprintf(out, `
@@ -347,12 +354,33 @@ func shortDuration(d time.Duration) string {
 	return strings.TrimSuffix(d.String(), "0s")
 }
 
-// ApproveCommand is the command that approves the demo pipeline's waiting prod revision,
-// signed with the approval key in dataDir; kubectl (with its --kubeconfig) reads the revision.
-func ApproveCommand(kubectl, dataDir, listen string) string {
+// PrintPipeline says what the demo pipeline does and prints the commands that approve prod's
+// waiting revision under its policy (signed with the approval key in dataDir, then with the
+// release manager's token), reject it, and freeze the demo's promotions; kubectl (with its
+// --kubeconfig) reads the waiting revision.
+func PrintPipeline(out io.Writer, kubectl, dataDir, kubeconfig, listen string) {
 	revision := fmt.Sprintf(`$(%s get pipeline -n %s %s -o jsonpath='{.status.environments[2].waitingApproval.revision}')`, kubectl, DemoNamespace, demo.PipelineName)
-	return fmt.Sprintf("release-controller pipeline approve %s/%s prod %s --server http://%s --key-file %s",
-		DemoNamespace, demo.PipelineName, revision, listen, filepath.Join(dataDir, ApprovalKeyFile))
+	prod := fmt.Sprintf("%s/%s prod %s --server http://%s", DemoNamespace, demo.PipelineName, revision, listen)
+	key := "--key-file " + shellquote.Quote(filepath.Join(dataDir, ApprovalKeyFile))
+	token := "--token-file " + shellquote.Quote(filepath.Join(dataDir, ReleaseManagerTokenFile))
+	kubeconfig = shellquote.Quote(kubeconfig)
+	fmt.Fprintf(out, `
+The pipeline %s/%s promotes every accepted payload into dev, where a smoke check runs against
+the rolled-out app: a payload that fails it (dev bump --break smoke) is rolled back and never
+promoted further. Staging takes what passed and soaks it %s; prod then waits for %d distinct
+approvers (%s get pipeline -n %s %s; http://%s/pipelines/%s/%s shows each step).
+Approve prod's waiting revision with the signed key (one machine approver), then as the release
+manager %s/%s (RBAC lets it update pipelines/approval):
+  release-controller pipeline approve %s %s
+  release-controller pipeline approve %s %s
+Or reject it for prod, with a reason; it is never promoted there:
+  release-controller pipeline reject %s --reason "why" %s
+Stop the line: hold every promotion of the demo's pipelines until the freeze ends (docs/pipelines.md#freezes):
+  release-controller freeze start incident -n %s --reason "why" --kubeconfig %s
+  release-controller freeze end incident -n %s --kubeconfig %s
+`, DemoNamespace, demo.PipelineName, shortDuration(demo.StagingSoak), demo.ProdApprovers, kubectl, DemoNamespace, demo.PipelineName,
+		listen, DemoNamespace, demo.PipelineName, DemoNamespace, demo.ReleaseManagerAccount, prod, key, prod, token, prod, key,
+		DemoNamespace, kubeconfig, DemoNamespace, kubeconfig)
 }
 
 func fileExists(path string) bool {
