@@ -3,9 +3,10 @@
 // Package demo runs `release-controller dev` as a user starts it (`make run`), lets its demo
 // accept and reject payloads (published with `dev bump`, as the README says), and walks the
 // release pages in headless Chromium: index → stream → release → compare → graph → health,
-// checking what a person sees; then follows the demo pipeline to prod with the approval
-// command dev printed, checking on the way that dev's /metrics serves every metric the
-// shipped alerts and dashboard name. It also checks what the demo's two platforms give a
+// checking what a person sees; then follows the demo pipeline to prod with the two approval
+// commands dev printed (checking on the way that dev's /metrics serves every metric the
+// shipped alerts and dashboard name), holds it with a freeze, rejects a payload for prod and
+// sees a payload that fails dev's smoke check rolled back, on the pipeline's page too. It also checks what the demo's two platforms give a
 // consumer: an image index of both, a signature of each platform's image, a Cincinnati graph
 // per architecture, and a stream that refuses a component built for one platform only. The
 // REST API is read with a plain HTTP client to know when the demo is far enough along;
@@ -184,9 +185,9 @@ func TestDemoPagesInBrowser(t *testing.T) {
 
 	checkHealth(t, ctx, base)
 
-	testbrowser.CheckConsole(t, ctx, console)
+	checkPipeline(t, ctx, dev, base, binary, dataDir, second)
 
-	checkPipeline(t, dev, base, binary, dataDir, second)
+	testbrowser.CheckConsole(t, ctx, console)
 
 	checkMissingPlatform(t, dev, binary, dataDir)
 }
@@ -277,41 +278,154 @@ func checkMetrics(t *testing.T, base string) {
 	}
 }
 
-// checkPipeline follows the demo pipeline: the newest accepted payload reaches dev and staging
-// (on the "remote" cluster) by itself, prod waits for approval, and the approval command that
-// dev printed promotes it.
-func checkPipeline(t *testing.T, dev *testbinary.Process, base, binary, dataDir, accepted string) {
+// checkPipeline follows the demo pipeline with the commands dev printed: the newest accepted
+// payload passes dev's smoke check and reaches staging (on the "remote" cluster), prod waits
+// for two approvers and the two approval commands promote it; a stop-the-line holds the next
+// payload out of dev until it ends; the reject command refuses that payload for prod; and a
+// payload whose component breaks smoke is rolled back in dev and never promoted further. The
+// pipeline's page shows each of these.
+func checkPipeline(t *testing.T, ctx context.Context, dev *testbinary.Process, base, binary, dataDir, accepted string) {
+	t.Helper()
+	cmds := pipelineCommands(t, dev)
+	if !strings.Contains(cmds.approveKey, "--key-file "+filepath.Join(dataDir, "prod-approval-key")) ||
+		!strings.Contains(cmds.approveToken, "--token-file "+filepath.Join(dataDir, "release-manager-token")) {
+		t.Fatalf("dev printed no approval commands with the key and the release manager's token: %+v", cmds)
+	}
+	c := demoClient(t, dataDir)
+	waitPipeline := func(what string, done func(p *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus) bool) {
+		t.Helper()
+		waitFor(t, dev, "the demo pipeline getting to "+what, func() (bool, string) {
+			var p v1alpha1.Pipeline
+			err := c.Get(context.Background(), types.NamespacedName{Namespace: "demo", Name: "nightly"}, &p)
+			return err == nil && len(p.Status.Environments) == 3 && done(&p, p.Status.Environments), fmt.Sprintf("%v: %+v", err, p.Status)
+		})
+	}
+	at := func(e v1alpha1.EnvironmentStatus, rev string) bool { return e.Revision == rev && e.Ready }
+	verified := func(e v1alpha1.EnvironmentStatus, rev string) bool {
+		return e.LastVerified == rev && e.Verification != nil && e.Verification.Revision == rev && e.Verification.State == v1alpha1.JobSuccess
+	}
+	waiting := func(e v1alpha1.EnvironmentStatus, rev string) bool {
+		return e.WaitingApproval != nil && e.WaitingApproval.Revision == rev
+	}
+	waitPipeline(accepted+" verified in dev, in staging, prod waiting", func(_ *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus) bool {
+		return at(envs[0], accepted) && verified(envs[0], accepted) && at(envs[1], accepted) && waiting(envs[2], accepted)
+	})
+	checkMetrics(t, base)
+	// The printed commands, as a user pastes them: kubectl reads the waiting revision. The
+	// signed key is one approver of the two the policy needs; the release manager the other.
+	if out, err := paste(binary, cmds.approveKey); err != nil || !strings.Contains(string(out), "approved "+accepted) || !strings.Contains(string(out), "1 of 2 approvals") {
+		t.Fatalf("%s: %v\n%s", cmds.approveKey, err, out)
+	}
+	if out, err := paste(binary, cmds.approveToken); err != nil || !strings.Contains(string(out), "the approval policy is met (2 of 2: hmac:prod-approvals, system:serviceaccount:demo:release-manager)") {
+		t.Fatalf("%s: %v\n%s", cmds.approveToken, err, out)
+	}
+	waitPipeline(accepted+" in prod", func(_ *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus) bool {
+		return at(envs[2], accepted) && envs[2].LastPromotion != nil && envs[2].LastPromotion.Approver == "system:serviceaccount:demo:release-manager"
+	})
+
+	// bumpAccepted publishes a build and returns the payload of it the stream accepted.
+	bumpAccepted := func(args ...string) string {
+		t.Helper()
+		n, rejected := len(waitTags(t, dev, base, "Accepted", 0)), len(waitTags(t, dev, base, "Rejected", 0))
+		bump(t, binary, dataDir, args...)
+		tag, _ := waitAccepted(t, dev, base, binary, dataDir, n+1, rejected)
+		return tag
+	}
+
+	// A stop-the-line holds the next payload out of dev.
+	if out, err := paste(binary, cmds.freezeStart); err != nil {
+		t.Fatalf("%s: %v\n%s", cmds.freezeStart, err, out)
+	}
+	waitPipeline("frozen", func(p *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus) bool {
+		return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionFrozen) && envs[0].Frozen != nil
+	})
+	// (web's next build repairs the e2e breakage published above.)
+	third := bumpAccepted("web")
+	var p v1alpha1.Pipeline
+	if err := c.Get(context.Background(), types.NamespacedName{Namespace: "demo", Name: "nightly"}, &p); err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Status.Environments[0]; d.Revision != accepted || d.Frozen == nil || d.Frozen.Freeze != "demo/incident" {
+		t.Errorf("%s was accepted during the freeze; dev is at %s, frozen %+v", third, d.Revision, d.Frozen)
+	}
+	if out, err := paste(binary, cmds.freezeEnd); err != nil {
+		t.Fatalf("%s: %v\n%s", cmds.freezeEnd, err, out)
+	}
+	waitPipeline(third+" verified in dev, in staging, prod waiting, once the freeze ended", func(p *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus) bool {
+		return meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionFrozen) == nil &&
+			verified(envs[0], third) && at(envs[1], third) && waiting(envs[2], third)
+	})
+
+	// Rejected for prod: it is never promoted there.
+	if out, err := paste(binary, cmds.reject); err != nil || !strings.Contains(string(out), "rejected "+third) {
+		t.Fatalf("%s: %v\n%s", cmds.reject, err, out)
+	}
+	waitPipeline(third+" rejected for prod", func(_ *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus) bool {
+		r := envs[2].Rejections
+		return envs[2].WaitingApproval == nil && len(r) == 1 && r[0].Revision == third && r[0].By == "hmac:prod-approvals" && at(envs[2], accepted)
+	})
+
+	// The stream accepts a payload whose web breaks smoke; dev's smoke check fails, and dev
+	// goes back to the last revision that passed there.
+	broken := bumpAccepted("web", "--break", "smoke")
+	waitPipeline(broken+" rolled back in dev", func(p *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus) bool {
+		rb := envs[0].LastRollback
+		return rb != nil && rb.From == broken && rb.To == third && at(envs[0], third) && at(envs[1], third) &&
+			slices.ContainsFunc(p.Status.Unpromotable, func(u v1alpha1.UnpromotableRevision) bool { return u.Revision == broken && u.Environment == "dev" })
+	})
+
+	testbrowser.Do(t, ctx, "opening the pipeline's page", chromedp.Navigate(base+"/pipelines/demo/nightly"),
+		chromedp.WaitVisible(chromedp.CSS(`ol.environments`)))
+	envText := func(env string) string {
+		return testbrowser.Eval[string](t, ctx, `document.querySelector('li.environment[data-env="`+env+`"]').innerText`)
+	}
+	for env, wants := range map[string][]string{
+		"dev": {"Runs smoke after each rollout; on failure: rollback.", "Last revision verified: " + third,
+			"Rolled back from " + broken + " to " + third, broken + ":"},
+		"staging": {"A revision soaks 1 min here before prod takes it."},
+		"prod":    {"2 distinct approvers", third + " by hmac:prod-approvals", "(never promoted here)"},
+	} {
+		text := envText(env)
+		for _, want := range wants {
+			if !strings.Contains(text, want) {
+				t.Errorf("the pipeline's page does not show %q in %s:\n%s", want, env, text)
+			}
+		}
+	}
+}
+
+// bannerPipeline is what dev printed to approve, reject and freeze.
+type bannerPipeline struct {
+	approveKey, approveToken, reject, freezeStart, freezeEnd string
+}
+
+// pipelineCommands reads the pipeline's commands dev printed.
+func pipelineCommands(t *testing.T, dev *testbinary.Process) bannerPipeline {
 	t.Helper()
 	log, err := os.ReadFile(dev.LogPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, ok := strings.Cut(string(log), "Approve it with:\n")
-	approve, _, _ := strings.Cut(strings.TrimSpace(after), "\n")
-	if !ok || !strings.HasPrefix(approve, "release-controller pipeline approve demo/nightly prod ") || !strings.Contains(approve, "--key-file "+filepath.Join(dataDir, "prod-approval-key")) {
-		t.Fatalf("dev printed no approval command: %q", approve)
+	var cmds bannerPipeline
+	for _, line := range strings.Split(string(log), "\n") {
+		line = strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(line, "release-controller pipeline approve demo/nightly prod ") && strings.Contains(line, "--key-file"):
+			cmds.approveKey = line
+		case strings.HasPrefix(line, "release-controller pipeline approve demo/nightly prod ") && strings.Contains(line, "--token-file"):
+			cmds.approveToken = line
+		case strings.HasPrefix(line, "release-controller pipeline reject demo/nightly prod "):
+			cmds.reject = line
+		case strings.HasPrefix(line, "release-controller freeze start incident -n demo "):
+			cmds.freezeStart = line
+		case strings.HasPrefix(line, "release-controller freeze end incident -n demo "):
+			cmds.freezeEnd = line
+		}
 	}
-	c := demoClient(t, dataDir)
-	waitPipeline := func(what string, done func(envs []v1alpha1.EnvironmentStatus) bool) {
-		t.Helper()
-		waitFor(t, dev, "the demo pipeline getting to "+what, func() (bool, string) {
-			var p v1alpha1.Pipeline
-			err := c.Get(context.Background(), types.NamespacedName{Namespace: "demo", Name: "nightly"}, &p)
-			return err == nil && len(p.Status.Environments) == 3 && done(p.Status.Environments), fmt.Sprintf("%v: %+v", err, p.Status)
-		})
+	if cmds.approveKey == "" || cmds.approveToken == "" || cmds.reject == "" || cmds.freezeStart == "" || cmds.freezeEnd == "" {
+		t.Fatalf("dev did not print every pipeline command: %+v", cmds)
 	}
-	at := func(e v1alpha1.EnvironmentStatus) bool { return e.Revision == accepted && e.Ready }
-	waitPipeline(accepted+" in dev and staging, prod waiting", func(envs []v1alpha1.EnvironmentStatus) bool {
-		return at(envs[0]) && at(envs[1]) && envs[2].WaitingApproval != nil && envs[2].WaitingApproval.Revision == accepted
-	})
-	checkMetrics(t, base)
-	// The printed command, as a user pastes it: kubectl reads the waiting revision.
-	if out, err := paste(binary, approve); err != nil || !strings.Contains(string(out), "approved "+accepted) {
-		t.Fatalf("%s: %v\n%s", approve, err, out)
-	}
-	waitPipeline(accepted+" in prod", func(envs []v1alpha1.EnvironmentStatus) bool {
-		return at(envs[2]) && envs[2].LastPromotion != nil && envs[2].LastPromotion.Approver == "hmac:prod-approvals"
-	})
+	return cmds
 }
 
 // checkSignature runs the verify command dev printed on the payload pullSpec (by digest, as
