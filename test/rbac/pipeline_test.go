@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -133,6 +134,21 @@ func pipelineFlow(t *testing.T, streamNS, server, accepted string, cli *strings.
 		g.Expect(lp.Approver).To(Equal("system:serviceaccount:" + streamNS + ":" + approverAccount))
 	}).WithTimeout(waitTimeout).Should(Succeed())
 	g.Expect(p.Status.Environments[1].LastPromotion.Approver).To(Equal("hmac:staging-approvals"))
+
+	// Freezes of both scopes that hold no pipeline of the flow: the freeze controller records
+	// each as active in its status, with its own account.
+	others := &metav1.LabelSelector{MatchLabels: map[string]string{"app": "not-in-this-flow"}}
+	spec := v1alpha1.ReleaseFreezeSpec{Reason: "rbac flow", Pipelines: others}
+	create(t, &v1alpha1.ReleaseFreeze{ObjectMeta: metav1.ObjectMeta{Namespace: streamNS, Name: "rbac-flow"}, Spec: spec})
+	create(t, &v1alpha1.ClusterReleaseFreeze{ObjectMeta: metav1.ObjectMeta{Name: "rbac-flow-" + streamNS}, Spec: spec})
+	g.Eventually(func(g Gomega) {
+		var f v1alpha1.ReleaseFreeze
+		g.Expect(env.Client.Get(ctx, types.NamespacedName{Namespace: streamNS, Name: "rbac-flow"}, &f)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(f.Status.Conditions, v1alpha1.ConditionFreezeActive)).To(BeTrue(), "%+v", f.Status)
+		var c v1alpha1.ClusterReleaseFreeze
+		g.Expect(env.Client.Get(ctx, types.NamespacedName{Name: "rbac-flow-" + streamNS}, &c)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(c.Status.Conditions, v1alpha1.ConditionFreezeActive)).To(BeTrue(), "%+v", c.Status)
+	}).WithTimeout(waitTimeout).Should(Succeed())
 }
 
 func pipelineDeployment(t *testing.T, namespace string) {
