@@ -261,7 +261,7 @@ faults: control-plane ## Break the parts around the shipped controller (API serv
 	@echo "==> the whole output is in $(BIN)/faults.log"
 
 bench: build control-plane ## Run the benchmarks on bin/release-controller as shipped: payload acceptance, payload build, release pages and REST reads; release log reads; stream health; the update service's /graph.
-	@echo "==> bin/release-controller controller --kubeconfig with 1,000 payloads x 10 jobs in flight on a local API server (BENCH_LARGE=1: 10,000); bin/release-controller payload build of 1,000 components; bin/release-controller api serving 10,000 payloads; bin/release-controller controller with 100 pipelines x 3 environments x 2 targets over 3 API servers"
+	@echo "==> bin/release-controller controller --kubeconfig with 1,000 payloads x 10 jobs in flight on a local API server (BENCH_LARGE=1: 10,000); bin/release-controller payload build of 1,000 components; bin/release-controller api serving 10,000 payloads; bin/release-controller controller with 100 pipelines x 3 environments x 2 targets over 3 API servers, without and with promotion policies (a soak on every environment, freezes, prod approved by two approvers through bin/release-controller api)"
 	RELEASE_CONTROLLER_BINARY=$(BIN)/release-controller $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./test/bench/
 	@echo "==> payload build of 200 components against the embedded registry (in-process)"
 	$(GO) test -run '^$$' -bench BenchmarkBuild200 -benchtime 20x ./internal/releaseimage/

@@ -62,14 +62,45 @@ var benchEnvironments = []struct{ name, clusterRef string }{
 //	p99_ms=… max_ms=… rss_mb=… …
 //
 // informers and clusters are the controller's own gauges (release_controller_pipeline_*).
-func BenchmarkShippedPipelines(b *testing.B) {
+func BenchmarkShippedPipelines(b *testing.B) { loopShippedPipelines(b, false) }
+
+// BenchmarkShippedPipelinesWithPolicies is BenchmarkShippedPipelines with promotion policies
+// on: every environment soaks benchSoak; prod's approval policy needs two approvers (the
+// signed key and a ServiceAccount's token) under separation of duties, approved through the
+// approval route of the built binary's `api` once prod waits (8 pipelines at a time); a
+// ReleaseFreeze (a stop-the-line) holds benchFrozen more pipelines of the namespace, whose dev
+// the benchmark moves too and which must not move further; and a ClusterReleaseFreeze's weekly
+// window in Europe/Berlin, not open during the run, covers every pipeline's prod. A promotion
+// is timed from the moment it became due: dev's rollout plus the soak, or the sending of the
+// approval that met prod's policy. One line per run, as BenchmarkShippedPipelines's, named
+// pipelines-policies; the progress lines give each hop's p50 and p99.
+func BenchmarkShippedPipelinesWithPolicies(b *testing.B) { loopShippedPipelines(b, true) }
+
+func loopShippedPipelines(b *testing.B, policies bool) {
 	binary := releaseControllerBinary(b)
 	for b.Loop() {
-		p50, p99 := runShippedPipelines(b, binary)
+		p50, p99 := runShippedPipelines(b, binary, policies)
 		b.ReportMetric(float64(p50.Milliseconds()), "p50-ms")
 		b.ReportMetric(float64(p99.Milliseconds()), "p99-ms")
 	}
 }
+
+// The policies of BenchmarkShippedPipelinesWithPolicies.
+const (
+	// benchSoak is every environment's minSoak: longer than the burst of the 100 dev rollouts
+	// (about 4 s), as a real soak (minutes, hours) is, so that the soaks end, and the
+	// promotions follow, in a burst of the same shape as BenchmarkShippedPipelines's. With
+	// 2 s, the first soaks end while the later rollouts are still being observed, and the
+	// promotions wait in the queue behind them (p99 2–4 s on the shared two cores).
+	benchSoak = 10 * time.Second
+	// benchFrozen pipelines, after the benchPipelines measured, are held by a ReleaseFreeze.
+	benchFrozen = 10
+	// frozenLabel marks them; the freeze selects it.
+	frozenLabel = "bench.release-controller.dev/frozen"
+	// approvalSecret holds prod's approval key; approverAccount is prod's second approver.
+	approvalSecret  = "prod-approvals"
+	approverAccount = "approver"
+)
 
 // appName is pipeline i's app: a Deployment of that name in every target namespace.
 func appName(i int) string { return fmt.Sprintf("app-%03d", i) }
@@ -77,12 +108,16 @@ func appName(i int) string { return fmt.Sprintf("app-%03d", i) }
 // targetNamespace is the namespace of target t of every environment on its cluster.
 func targetNamespace(t int) string { return fmt.Sprintf("target-%d", t) }
 
-func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
+func runShippedPipelines(b *testing.B, binary string, policies bool) (p50, p99 time.Duration) {
 	runStart := time.Now()
 	ctx := context.Background()
 	dir := runDir(b)
-	progressf("shipped pipelines: %d pipelines x %d environments x %d targets over 3 clusters; binary %s",
-		benchPipelines, len(benchEnvironments), benchTargets, binary)
+	name, apps := "pipelines", benchPipelines
+	if policies {
+		name, apps = "pipelines-policies", benchPipelines+benchFrozen
+	}
+	progressf("shipped %s: %d pipelines x %d environments x %d targets over 3 clusters; binary %s",
+		name, benchPipelines, len(benchEnvironments), benchTargets, binary)
 
 	mgmt, kubeconfig := startAPIServer(b, dir)
 	defer stopAPIServer(mgmt)
@@ -116,9 +151,13 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 		}
 	}
 	grantPipelineAccount(b, mgmt)
+	var approvals *benchApprovals
+	if policies {
+		approvals = setUpPolicies(b, mgmt)
+	}
 
 	// Every app at revision 1 and rolled out on every target.
-	parallelPlain(b, benchPipelines, setupWorkers, func(i int) error {
+	parallelPlain(b, apps, setupWorkers, func(i int) error {
 		for _, e := range benchEnvironments {
 			for t := range benchTargets {
 				if err := createApp(ctx, clusters[e.clusterRef].Client, targetNamespace(t), appName(i), "1"); err != nil {
@@ -141,13 +180,28 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 	progressf("release-controller pid %d ready and leader after %s", ctl.Pid(), time.Since(runStart).Round(time.Millisecond))
 	rssBefore := rssKB(ctl.Pid())
 
-	parallelPlain(b, benchPipelines, setupWorkers, func(i int) error {
-		return mgmt.Client.Create(ctx, benchPipeline(i))
+	parallelPlain(b, apps, setupWorkers, func(i int) error {
+		return mgmt.Client.Create(ctx, benchPipeline(i, policies))
 	})
 	waitPipelines(b, mgmt, ctl, "all observed at 1", func(p *v1alpha1.Pipeline) bool {
 		return meta.IsStatusConditionTrue(p.Status.Conditions, v1alpha1.ConditionReady) && atRevision(p, "1", len(benchEnvironments))
 	})
 	progressf("%d pipelines observed at revision 1 on every target (%s into the run)", benchPipelines, time.Since(runStart).Round(time.Millisecond))
+	if policies {
+		// The frozen pipelines' dev moves to 2 as the others' will; their freeze holds it there.
+		parallelPlain(b, benchFrozen, promoteWorkers, func(j int) error {
+			c := clusters[benchEnvironments[0].clusterRef].Client
+			for t := range benchTargets {
+				if err := setAppImage(ctx, c, targetNamespace(t), appName(benchPipelines+j), "2"); err != nil {
+					return err
+				}
+				if err := rollOutApp(ctx, c, targetNamespace(t), appName(benchPipelines+j)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 
 	// Two hops: dev's rollout on leaf a → staging patched on leaf b; staging's rollout on
 	// leaf b → prod patched on the management cluster.
@@ -177,19 +231,36 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 			changed[i] = time.Now()
 			return err
 		})
+		// With policies, a promotion is due once the soak is over, or (prod) once the
+		// approvals met the policy.
+		switch {
+		case policies && hop == len(benchEnvironments)-2:
+			approvals.approveAll(b, mgmt, ctl, binary, dir, kubeconfig, changed)
+		case policies:
+			for i := range changed {
+				changed[i] = changed[i].Add(benchSoak)
+			}
+		}
 		w.waitAll(b, ctl, to.name+" patched")
 		w.stop()
+		hopLatencies := make([]time.Duration, benchPipelines)
 		for i := range benchPipelines {
-			latencies = append(latencies, w.patchedAt(i).Sub(changed[i]))
+			hopLatencies[i] = w.patchedAt(i).Sub(changed[i])
 		}
-		progressf("%s → %s: every pipeline's %s patched %s after the first %s change",
-			from.name, to.name, to.name, w.last().Sub(hopStart).Round(time.Millisecond), from.name)
+		latencies = append(latencies, hopLatencies...)
+		slices.Sort(hopLatencies)
+		progressf("%s → %s: every pipeline's %s patched %s after the first %s change; p50 %s, p99 %s",
+			from.name, to.name, to.name, w.last().Sub(hopStart).Round(time.Millisecond), from.name,
+			percentile(hopLatencies, 50).Round(time.Millisecond), percentile(hopLatencies, 99).Round(time.Millisecond))
 	}
 	waitPipelines(b, mgmt, ctl, "all promoted to prod", func(p *v1alpha1.Pipeline) bool {
 		lp := envStatusOf(p, "prod").LastPromotion
 		return lp != nil && lp.Revision == "2"
 	})
 	profiled()
+	if policies {
+		checkFrozen(b, mgmt)
+	}
 	writes := scrapeAPIServerCounts(b, mgmt.Config, "pipelines")
 	reconciles := scrapeReconciles(b, metricsAddr, "pipeline") - reconcilesBefore
 	rss := rssKB(ctl.Pid())
@@ -198,7 +269,7 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 	ctl.checkAlive(b)
 	queue := scrapeQueue(b, metricsAddr, "pipeline")
 	p50, p99 = percentile(latencies, 50), percentile(latencies, 99)
-	benchLine("pipelines",
+	benchLine(name,
 		"pipelines", benchPipelines, "environments", len(benchEnvironments), "targets", benchTargets,
 		"clusters", stats.Clusters, "informers", stats.Informers,
 		"p50_ms", p50.Milliseconds(), "p99_ms", p99.Milliseconds(), "max_ms", latencies[len(latencies)-1].Milliseconds(),
@@ -212,7 +283,10 @@ func runShippedPipelines(b *testing.B, binary string) (p50, p99 time.Duration) {
 	return p50, p99
 }
 
-func benchPipeline(i int) *v1alpha1.Pipeline {
+// benchPipeline is pipeline i; with policies, every environment soaks benchSoak, prod needs
+// two approvers under separation of duties, and pipelines past benchPipelines carry
+// frozenLabel.
+func benchPipeline(i int, policies bool) *v1alpha1.Pipeline {
 	p := &v1alpha1.Pipeline{
 		ObjectMeta: metav1.ObjectMeta{Namespace: pipelineNamespace, Name: appName(i)},
 		Spec: v1alpha1.PipelineSpec{
@@ -225,6 +299,15 @@ func benchPipeline(i int) *v1alpha1.Pipeline {
 			env.Targets = append(env.Targets, v1alpha1.Target{Namespace: targetNamespace(t), ClusterRef: e.clusterRef})
 		}
 		p.Spec.Environments = append(p.Spec.Environments, env)
+	}
+	if policies {
+		p.Spec.Promotion = &v1alpha1.Promotion{MinSoak: &metav1.Duration{Duration: benchSoak}}
+		p.Spec.Environments[len(p.Spec.Environments)-1].Approval = &v1alpha1.Approval{
+			SecretRef: &v1alpha1.SecretKeyReference{Name: approvalSecret}, MinApprovers: 2, SeparationOfDuties: true,
+		}
+		if i >= benchPipelines {
+			p.Labels = map[string]string{frozenLabel: "true"}
+		}
 	}
 	return p
 }
@@ -332,8 +415,9 @@ func atRevision(p *v1alpha1.Pipeline, rev string, n int) bool {
 	return true
 }
 
-// waitPipelines polls the pipelines until ok holds for every one of them; it fails on a stall
-// of stallTimeout, at the benchmark's deadline, or when the controller exits.
+// waitPipelines polls the measured pipelines (not the frozen ones) until ok holds for every
+// one of them; it fails on a stall of stallTimeout, at the benchmark's deadline, or when the
+// controller exits.
 func waitPipelines(b *testing.B, env *testenv.Env, ctl *process, what string, ok func(*v1alpha1.Pipeline) bool) {
 	b.Helper()
 	end := deadline()
@@ -346,6 +430,9 @@ func waitPipelines(b *testing.B, env *testenv.Env, ctl *process, what string, ok
 		done := 0
 		var notDone *v1alpha1.Pipeline
 		for i := range list.Items {
+			if list.Items[i].Labels[frozenLabel] == "true" {
+				continue
+			}
 			if ok(&list.Items[i]) {
 				done++
 			} else if notDone == nil {
