@@ -166,9 +166,15 @@ func observeTargets(s *v1alpha1.EnvironmentStatus, targets []v1alpha1.Target, ob
 // Reobserve sets the targets of envs[i] from new observations: the objects a promotion just
 // patched, as the API server answered. The status written with the promotion then shows the
 // targets at the new revision already, and the informer events of the patch find nothing new
-// to write. It is pure.
+// to write. A soak kept from before the promotion is no longer the targets': it is dropped, so
+// the next reconcile starts the new revision's soak once every target is ready at it. It is
+// pure.
 func Reobserve(envs []v1alpha1.EnvironmentStatus, targets []v1alpha1.Target, i int, observed []TargetObservation) {
+	before := envs[i].Revision
 	observeTargets(&envs[i], targets, observed)
+	if !envs[i].Ready || envs[i].Revision != before {
+		envs[i].ReadySince, envs[i].SoakUntil = nil, nil
+	}
 }
 
 // environmentRevision is the revision every target is at (empty unless one), and whether

@@ -270,6 +270,41 @@ func TestReobserveAfterPromotion(t *testing.T) {
 	}
 }
 
+// A promotion into an environment that soaks drops the soak of the revision it ran before:
+// the new revision soaks from when every target is ready at it, not from the old one's time.
+func TestReobserveStartsANewSoak(t *testing.T) {
+	p := threeEnvs(false)
+	p.Spec.Environments[1].Promotion = &v1alpha1.Promotion{MinSoak: &metav1.Duration{Duration: time.Hour}}
+	observed := [][]TargetObservation{{at("2", true)}, {at("1", true), at("1", true)}, {at("1", true)}}
+	envs, _ := Plan(p, observed, "", t0)
+	p.Status.Environments = envs
+	envs, actions := Plan(p, observed, "", t0.Add(2*time.Hour))
+	if envs[1].ReadySince == nil || !envs[1].ReadySince.Time.Equal(t0) || envs[1].SoakUntil != nil {
+		t.Fatalf("staging soaked 1 since t0: %+v", envs[1])
+	}
+	if len(actions) != 1 || actions[0].Env != 1 {
+		t.Fatalf("actions = %+v, want staging promoted", actions)
+	}
+	RecordPromotion(envs, actions[0], "uid/staging/2", v1alpha1.StrategyPatch, t0.Add(2*time.Hour))
+	Reobserve(envs, p.Spec.Environments[1].Targets, 1, []TargetObservation{at("2", false), at("2", false)})
+	if envs[1].ReadySince != nil || envs[1].SoakUntil != nil {
+		t.Errorf("staging, rolling out 2, kept the soak of 1: %+v", envs[1])
+	}
+
+	p.Status.Environments = envs
+	observed[1] = []TargetObservation{at("2", true), at("2", true)}
+	ready := t0.Add(3 * time.Hour)
+	envs, actions = Plan(p, observed, "", ready)
+	if envs[1].ReadySince == nil || !envs[1].ReadySince.Time.Equal(ready) || envs[1].SoakUntil == nil {
+		t.Errorf("staging ready at 2: the soak starts now: %+v", envs[1])
+	}
+	for _, a := range actions {
+		if a.Env == 2 {
+			t.Errorf("prod takes 2 before it soaked in staging: %+v", actions)
+		}
+	}
+}
+
 // TestSetProgress: what a reconcile's failures and its promotions' rollouts make of Ready,
 // Reconciling and Stalled.
 func TestSetProgress(t *testing.T) {
