@@ -20,7 +20,7 @@ import (
 	"github.com/release-controller/release-controller/internal/server/assemble"
 	"github.com/release-controller/release-controller/internal/server/osrc"
 	"github.com/release-controller/release-controller/internal/server/web"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 )
 
 func newAPICommand() *cobra.Command {
@@ -97,7 +97,7 @@ directly. With --tls-cert-file and --tls-key-file it serves HTTPS; with --metric
 				Server: serverOpts, MetricsAuth: metricsAuth, AuthCache: authCache, DefaultServiceAccount: defaultSA,
 			}
 			if sigStore != "" {
-				if apiOpts.Signatures, err = sigstore.Open(cmd.Context(), sigStore); err != nil {
+				if apiOpts.Signatures, err = signstore.Open(cmd.Context(), sigStore); err != nil {
 					return err
 				}
 				defer apiOpts.Signatures.Close()

@@ -26,7 +26,7 @@ import (
 	"github.com/release-controller/release-controller/internal/payload"
 	"github.com/release-controller/release-controller/internal/pipeline"
 	"github.com/release-controller/release-controller/internal/releaselog"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 	"github.com/release-controller/release-controller/internal/stream"
 	"github.com/release-controller/release-controller/internal/verify"
 )
@@ -179,7 +179,7 @@ func (s *signerFlags) options(ctx context.Context) (audit.Options, error) {
 		opts.KeySecret = types.NamespacedName{Namespace: namespace, Name: name}
 	}
 	if s.store != "" {
-		store, err := sigstore.Open(ctx, s.store)
+		store, err := signstore.Open(ctx, s.store)
 		if err != nil {
 			return opts, err
 		}

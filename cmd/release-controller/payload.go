@@ -25,7 +25,7 @@ import (
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/signing"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 )
 
 func newPayloadCommand() *cobra.Command {
@@ -319,7 +319,7 @@ image index; both are signed.`,
 				return fmt.Errorf("--key %s holds no public key", keyFile)
 			}
 			ctx := cmd.Context()
-			source, err := sigstore.OpenSource(ctx, storeURL)
+			source, err := signstore.OpenSource(ctx, storeURL)
 			if err != nil {
 				return err
 			}

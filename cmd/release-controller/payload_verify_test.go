@@ -15,7 +15,7 @@ import (
 	"github.com/release-controller/release-controller/internal/server"
 	"github.com/release-controller/release-controller/internal/server/signatures"
 	"github.com/release-controller/release-controller/internal/signing"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 )
 
 // newSigningKey makes a signing key and writes its public key to a file, as an administrator
@@ -48,7 +48,7 @@ func TestPayloadVerify(t *testing.T) {
 	reg := startRegistry(t)
 	storeDir := t.TempDir()
 	storeURL := "file://" + storeDir
-	store, err := sigstore.Open(ctx, storeURL)
+	store, err := signstore.Open(ctx, storeURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestPayloadVerify(t *testing.T) {
 	api := releaseimage.Component{Name: "api", Image: pushComponent(t, reg, "api", "1111")}
 	release := buildPayloadImage(t, reg, "1.0.0", api)
 	repo, digest, _ := strings.Cut(release, "@")
-	if _, _, err := sigstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":1.0.0", ManifestDigest: digest, Timestamp: time.Now()}); err != nil {
+	if _, _, err := signstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":1.0.0", ManifestDigest: digest, Timestamp: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -138,7 +138,7 @@ func TestPayloadVerifyPlatform(t *testing.T) {
 	ctx := context.Background()
 	reg := startRegistry(t)
 	storeURL := "file://" + t.TempDir()
-	store, err := sigstore.Open(ctx, storeURL)
+	store, err := signstore.Open(ctx, storeURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func digestOf(pullSpec string) string {
 	return d
 }
 
-func addSigned(t *testing.T, store *sigstore.Store, key *signing.Key, ref, pullSpec string) {
+func addSigned(t *testing.T, store *signstore.Store, key *signing.Key, ref, pullSpec string) {
 	t.Helper()
 	sig, err := signing.Sign(key, signing.Claims{DockerReference: ref, ManifestDigest: digestOf(pullSpec), Timestamp: time.Now()})
 	if err != nil {
@@ -233,7 +233,7 @@ func writeFile(t *testing.T, content string) string {
 
 // serveSignatures serves store's signatures on the project's HTTP server and returns its
 // base URL.
-func serveSignatures(t *testing.T, store *sigstore.Store) string {
+func serveSignatures(t *testing.T, store *signstore.Store) string {
 	t.Helper()
 	srv := server.New()
 	signatures.Register(srv, store)

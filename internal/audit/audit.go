@@ -1,7 +1,7 @@
 // Package audit re-checks every accepted payload against its image in the registry, and
 // signs the payloads that pass: the audit controller reads the payload image back, decides
 // with Evaluate, stores the audit record and an OpenPGP simple signing signature (package
-// signing, sigstore), and records both as the payload's PayloadAudited and PayloadSigned
+// signing, signing/store), and records both as the payload's PayloadAudited and PayloadSigned
 // conditions.
 package audit
 

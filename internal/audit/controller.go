@@ -35,7 +35,7 @@ import (
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/signing"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 	"github.com/release-controller/release-controller/internal/verdict"
 	"github.com/release-controller/release-controller/internal/version"
 )
@@ -71,7 +71,7 @@ const (
 type Options struct {
 	// Store receives audit records and signatures; nil: records are not stored and nothing
 	// is signed.
-	Store *sigstore.Store
+	Store *signstore.Store
 	// KeySecret names the Secret holding the signing key; empty: nothing is signed.
 	KeySecret types.NamespacedName
 	// Burst audits at most per Interval (zero: DefaultBurst per DefaultInterval).
@@ -235,11 +235,11 @@ func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step 
 	// Each platform's image first: the index's signature, which the condition records,
 	// comes last, so a payload said to be signed has every signature.
 	for _, pc := range platformClaims(p, claims) {
-		if _, _, err := sigstore.EnsureSigned(ctx, r.Store, key, pc); err != nil {
+		if _, _, err := signstore.EnsureSigned(ctx, r.Store, key, pc); err != nil {
 			return ctrl.Result{}, eventlog.Step(v1alpha1.ReasonSignatureStoreError, actionSign, "storing the signature of a platform's image", err)
 		}
 	}
-	index, created, err := sigstore.EnsureSigned(ctx, r.Store, key, claims)
+	index, created, err := signstore.EnsureSigned(ctx, r.Store, key, claims)
 	if err != nil {
 		return ctrl.Result{}, eventlog.Step(v1alpha1.ReasonSignatureStoreError, actionSign, "storing the signature", err)
 	}

@@ -37,7 +37,7 @@ import (
 	"github.com/release-controller/release-controller/internal/manager"
 	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/signing"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 	"github.com/release-controller/release-controller/internal/testenv"
 	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
 )
@@ -181,9 +181,9 @@ func newKey(t *testing.T, ns, secretName string) signer {
 	return signer{key: key, secret: types.NamespacedName{Namespace: ns, Name: secretName}}
 }
 
-func openStore(t *testing.T, dir string) *sigstore.Store {
+func openStore(t *testing.T, dir string) *signstore.Store {
 	t.Helper()
-	store, err := sigstore.Open(context.Background(), "file://"+dir)
+	store, err := signstore.Open(context.Background(), "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/release-controller/release-controller/internal/audit"
 	"github.com/release-controller/release-controller/internal/signing"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 )
 
 // Paths of the environment's signing, inside the data directory.
@@ -79,7 +79,7 @@ func setUpSigning(ctx context.Context, c client.Client, dataDir string, armored 
 			return audit.Options{}, fmt.Errorf("storing the signing key in Secret %s/%s: %w", DemoNamespace, SigningKeySecret, err)
 		}
 	}
-	store, err := sigstore.Open(ctx, "file://"+filepath.Join(dataDir, SignaturesDir))
+	store, err := signstore.Open(ctx, "file://"+filepath.Join(dataDir, SignaturesDir))
 	if err != nil {
 		return audit.Options{}, err
 	}

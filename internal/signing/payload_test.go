@@ -13,7 +13,7 @@ import (
 
 	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/signing"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 )
 
 func newKey(t *testing.T) *signing.Key {
@@ -56,7 +56,7 @@ func TestVerifyPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = reg.Close() })
-	store, err := sigstore.Open(ctx, "file://"+t.TempDir())
+	store, err := signstore.Open(ctx, "file://"+t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

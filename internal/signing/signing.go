@@ -1,7 +1,7 @@
 // Package signing signs and verifies payload images with OpenPGP "simple signing": an OpenPGP
 // signed message whose literal data is the `atomic container signature` JSON that
 // containers/image, CRI-O and podman verify (DESIGN.md section 12). It holds the keys
-// (parse, generate, export) and the claims codec; the signature store is the sigstore
+// (parse, generate, export) and the claims codec; the signature store is package store
 // package beside it.
 package signing
 

@@ -27,7 +27,7 @@ import (
 	"github.com/release-controller/release-controller/internal/server/releaseapi"
 	"github.com/release-controller/release-controller/internal/server/signatures"
 	"github.com/release-controller/release-controller/internal/server/web"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 )
 
 // ShutdownGrace is how long requests in flight may take to finish when the server stops.
@@ -57,7 +57,7 @@ type Options struct {
 	AuthCache kubeauth.Options
 	// Signatures, when set, is the signature store served read-only at /signatures/ with
 	// the public keys the signing controller published in it.
-	Signatures *sigstore.Store
+	Signatures *signstore.Store
 	// DefaultServiceAccount is the ServiceAccount (of a pipeline's namespace) the approval
 	// route impersonates to read an approval key when the pipeline names none
 	// (spec.serviceAccountName): the api's --default-service-account. Empty: read with the

@@ -25,7 +25,7 @@ import (
 
 	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/signing"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 )
 
 // pushRandom pushes a small random image as ref and returns its manifest digest.
@@ -74,7 +74,7 @@ func TestContainersImageAcceptsOurSignatures(t *testing.T) {
 	base := serve(t, store)
 
 	signedDigest := pushRandom(t, repo+":1.0.0")
-	if _, _, err := sigstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":1.0.0", ManifestDigest: signedDigest, Creator: "test", Timestamp: time.Now()}); err != nil {
+	if _, _, err := signstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":1.0.0", ManifestDigest: signedDigest, Creator: "test", Timestamp: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	pushRandom(t, repo+":unsigned")
@@ -88,7 +88,7 @@ func TestContainersImageAcceptsOurSignatures(t *testing.T) {
 	if _, err := store.AddSignature(ctx, rotatedDigest, otherSig); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := sigstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":rotated", ManifestDigest: rotatedDigest, Timestamp: time.Now()}); err != nil {
+	if _, _, err := signstore.EnsureSigned(ctx, store, key, signing.Claims{DockerReference: repo + ":rotated", ManifestDigest: rotatedDigest, Timestamp: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 

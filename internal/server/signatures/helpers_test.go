@@ -7,7 +7,7 @@ import (
 
 	"github.com/release-controller/release-controller/internal/signing"
 	"github.com/release-controller/release-controller/internal/signing/signingtest"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 )
 
 const (
@@ -16,9 +16,9 @@ const (
 )
 
 // openDir opens a file:// store in dir.
-func openDir(t *testing.T, dir string) *sigstore.Store {
+func openDir(t *testing.T, dir string) *signstore.Store {
 	t.Helper()
-	s, err := sigstore.Open(context.Background(), "file://"+dir)
+	s, err := signstore.Open(context.Background(), "file://"+dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/release-controller/release-controller/internal/server"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 )
 
 // Cache headers: a signature-<n> is never rewritten, so clients may keep it; the public key
@@ -40,12 +40,12 @@ var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 // stored by digest only, so any well-formed repository path serves the digest's signatures.
 // The public keys are read from the store on every request, so a rotated key is served at
 // once; an unreadable store answers 503 (retry), not 404 (no key).
-func Register(srv *server.Server, store *sigstore.Store) {
+func Register(srv *server.Server, store *signstore.Store) {
 	srv.Handle("GET /signatures/pubkey.asc", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		keys, err := store.PublicKeys(r.Context())
 		w.Header().Set("Cache-Control", cacheRevalidate)
 		switch {
-		case errors.Is(err, sigstore.ErrNotFound) || err == nil && len(keys) == 0:
+		case errors.Is(err, signstore.ErrNotFound) || err == nil && len(keys) == 0:
 			http.Error(w, "no signing key is configured: this server does not sign payloads", http.StatusNotFound)
 			return
 		case err != nil:
@@ -63,7 +63,7 @@ func Register(srv *server.Server, store *sigstore.Store) {
 		}
 		sig, err := store.Signature(r.Context(), digest, n)
 		switch {
-		case errors.Is(err, sigstore.ErrNotFound):
+		case errors.Is(err, signstore.ErrNotFound):
 			w.Header().Set("Cache-Control", cacheRevalidate)
 			http.Error(w, fmt.Sprintf("signature-%d of %s does not exist", n, digest), http.StatusNotFound)
 			return

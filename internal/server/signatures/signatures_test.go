@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/release-controller/release-controller/internal/server"
-	"github.com/release-controller/release-controller/internal/signing/sigstore"
+	signstore "github.com/release-controller/release-controller/internal/signing/store"
 )
 
 // serve runs the project's HTTP server with the signature routes on a loopback port and
 // returns its base URL.
-func serve(t *testing.T, store *sigstore.Store) string {
+func serve(t *testing.T, store *signstore.Store) string {
 	t.Helper()
 	srv := server.New()
 	Register(srv, store)
@@ -160,7 +160,7 @@ func TestServeSignatures(t *testing.T) {
 		t.Error("pubkey.asc does not serve the keys the store holds now")
 	}
 	// Unreadable (its attributes are garbage): 503, which clients retry, not "no key".
-	attrs := filepath.Join(dir, sigstore.PublicKeysKey+".attrs")
+	attrs := filepath.Join(dir, signstore.PublicKeysKey+".attrs")
 	if err := os.WriteFile(attrs, []byte("not json"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestServeSignatures(t *testing.T) {
 	if err := os.Remove(attrs); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(dir, sigstore.PublicKeysKey)); err != nil {
+	if err := os.Remove(filepath.Join(dir, signstore.PublicKeysKey)); err != nil {
 		t.Fatal(err)
 	}
 	if r := do(t, http.MethodGet, base+"/signatures/pubkey.asc"); r.status != http.StatusNotFound || !strings.Contains(r.body, "no signing key is configured") {
@@ -197,7 +197,7 @@ func TestHTTPSource(t *testing.T) {
 		}
 	}
 	base := serve(t, s)
-	src, err := sigstore.OpenSource(ctx, base+"/signatures/")
+	src, err := signstore.OpenSource(ctx, base+"/signatures/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,18 +221,18 @@ func TestHTTPSource(t *testing.T) {
 	if _, err := src.Signatures(ctx, digestB); err == nil || !strings.Contains(err.Error(), "503 Service Unavailable") {
 		t.Errorf("failing server: %v", err)
 	}
-	down, err := sigstore.OpenSource(ctx, "http://"+closedAddr(t)+"/signatures")
+	down, err := signstore.OpenSource(ctx, "http://"+closedAddr(t)+"/signatures")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := down.Signatures(ctx, digestA); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("unreachable server: %v", err)
 	}
-	if _, err := sigstore.OpenSource(ctx, "http:///signatures"); err == nil {
+	if _, err := signstore.OpenSource(ctx, "http:///signatures"); err == nil {
 		t.Error("a URL without a host was accepted")
 	}
 	// A gocloud URL opens a Store.
-	if src, err := sigstore.OpenSource(ctx, "file://"+t.TempDir()); err != nil {
+	if src, err := signstore.OpenSource(ctx, "file://"+t.TempDir()); err != nil {
 		t.Error(err)
 	} else {
 		_ = src.Close()

@@ -1,4 +1,4 @@
-// Package sigstore is the signature store of DESIGN.md section 12: simple signing signatures
+// Package store is the signature store of DESIGN.md section 12: simple signing signatures
 // and audit records in object storage (gocloud.dev/blob: file://, s3://, gs://, azblob://),
 // laid out as OpenShift's update clients read them:
 //
@@ -6,7 +6,7 @@
 //	sha256=<hex>/audit.json      the audit record of the payload with that digest
 //
 // and served read-only over HTTP (Register).
-package sigstore
+package store
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package sigstore
+package store
 
 import (
 	"context"
