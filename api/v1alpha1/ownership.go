@@ -26,7 +26,8 @@ const (
 	// WriterStream, the stream controller: payloadImage and platformImages, once the creation
 	// job built the image.
 	WriterStream PayloadStatusWriter = "stream"
-	// WriterAudit, the audit controller: the conditions PayloadAudited and PayloadSigned.
+	// WriterAudit, the audit controller: the conditions PayloadAudited, PayloadSigned and
+	// PayloadSigstoreSigned.
 	WriterAudit PayloadStatusWriter = "audit"
 	// WriterJira, the Jira controller: the condition PayloadIssuesVerified.
 	WriterJira PayloadStatusWriter = "jira"
@@ -45,6 +46,7 @@ var PayloadConditionWriter = map[string]PayloadStatusWriter{
 	ConditionStalled:               WriterPayload,
 	ConditionPayloadAudited:        WriterAudit,
 	ConditionPayloadSigned:         WriterAudit,
+	ConditionPayloadSigstoreSigned: WriterAudit,
 	ConditionPayloadIssuesVerified: WriterJira,
 }
 
