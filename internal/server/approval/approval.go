@@ -54,6 +54,7 @@ import (
 	"github.com/release-controller/release-controller/internal/pipeline/signature"
 	"github.com/release-controller/release-controller/internal/releaselog"
 	"github.com/release-controller/release-controller/internal/server"
+	"github.com/release-controller/release-controller/internal/server/catalog"
 )
 
 // The routes' patterns.
@@ -390,13 +391,13 @@ func (h *Handler) write(ctx context.Context, req *request, now time.Time, c chan
 			return fail(http.StatusConflict, "the approval key of environment %q of pipeline %s changed while the request was checked: sign it with the key of Secret %s",
 				req.env, req.key, live.SecretRef.Name)
 		}
-		current := environmentStatus(&p, req.env)
+		current := catalog.EnvironmentStatus(&p, req.env)
 		if current == nil {
 			current = &v1alpha1.EnvironmentStatus{Name: req.env}
 		}
 		var previous *v1alpha1.EnvironmentStatus
 		if i > 0 {
-			previous = environmentStatus(&p, p.Spec.Environments[i-1].Name)
+			previous = catalog.EnvironmentStatus(&p, p.Spec.Environments[i-1].Name)
 		}
 		var used []v1alpha1.UsedSignature
 		if current.Approval != nil {
@@ -522,15 +523,6 @@ func environment(p *v1alpha1.Pipeline, name string) *v1alpha1.Environment {
 	for i := range p.Spec.Environments {
 		if p.Spec.Environments[i].Name == name {
 			return &p.Spec.Environments[i]
-		}
-	}
-	return nil
-}
-
-func environmentStatus(p *v1alpha1.Pipeline, name string) *v1alpha1.EnvironmentStatus {
-	for i := range p.Status.Environments {
-		if p.Status.Environments[i].Name == name {
-			return &p.Status.Environments[i]
 		}
 	}
 	return nil

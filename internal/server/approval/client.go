@@ -38,6 +38,30 @@ func Command(server, namespace, name, environment, revision string) string {
 	return shellquote.Join(CommandArgv(server, namespace, name, environment, revision)...)
 }
 
+// RejectReason is the placeholder of the reason in RejectCommandArgv, for the user to
+// replace.
+const RejectReason = "REASON"
+
+// RejectCommandArgv is the command that rejects revision for environment of the pipeline
+// namespace/name: `release-controller pipeline reject`, with --server when server is not
+// empty, and --reason RejectReason before the "--" that keeps a revision starting with "-"
+// from being read as a flag.
+func RejectCommandArgv(server, namespace, name, environment, revision string) []string {
+	argv := CommandArgv(server, namespace, name, environment, revision)
+	argv[2] = "reject"
+	at := slices.Index(argv, "--")
+	if at < 0 {
+		at = len(argv)
+	}
+	return slices.Insert(argv, at, "--reason", RejectReason)
+}
+
+// RejectCommand is RejectCommandArgv as a shell command line: the one the pages and MCP
+// show beside the approve command.
+func RejectCommand(server, namespace, name, environment, revision string) string {
+	return shellquote.Join(RejectCommandArgv(server, namespace, name, environment, revision)...)
+}
+
 // Request is an approval, or a rejection, to send.
 type Request struct {
 	// Server is the release-controller's URL, e.g. http://127.0.0.1:8080.

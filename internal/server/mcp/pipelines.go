@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/server/approval"
 	"github.com/release-controller/release-controller/internal/server/catalog"
-	"github.com/release-controller/release-controller/internal/shellquote"
 )
 
 // Tool names of pipelines.
@@ -160,17 +158,6 @@ func sourceOf(p *v1alpha1.Pipeline) string {
 	return p.Spec.Source.ReleaseStream
 }
 
-// rejectCommand is the pages' reject command (web.RejectCommand), without --server: the
-// reason goes last, or before the "--" that keeps a revision from being read as a flag.
-func rejectCommand(p *v1alpha1.Pipeline, env, revision string) string {
-	argv := approval.CommandArgv("", p.Namespace, p.Name, env, revision)
-	argv[2] = "reject"
-	if at := slices.Index(argv, "--"); at >= 0 {
-		return shellquote.Join(slices.Insert(argv, at, "--reason", "REASON")...)
-	}
-	return shellquote.Join(append(argv, "--reason", "REASON")...)
-}
-
 func (t catalogTools) listPipelines(_ context.Context, _ *sdk.CallToolRequest, _ any) (*sdk.CallToolResult, ListPipelinesOutput, error) {
 	out := ListPipelinesOutput{Pipelines: []PipelineSummary{}}
 	now := t.clock.Now()
@@ -257,7 +244,7 @@ func pipelineOf(p *v1alpha1.Pipeline, freezes []catalog.Freeze, now time.Time) P
 			if w := st.WaitingApproval; w != nil {
 				pe.WaitingApproval = &WaitingApproval{Revision: w.Revision, Since: timeString(w.Since.Time),
 					Command:       approval.Command("", p.Namespace, p.Name, env.Name, w.Revision),
-					RejectCommand: rejectCommand(p, env.Name, w.Revision)}
+					RejectCommand: approval.RejectCommand("", p.Namespace, p.Name, env.Name, w.Revision)}
 			}
 			// A record of no revision only holds the used signatures of the environment.
 			if a := st.Approval; a != nil && a.Revision != "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
 	"github.com/release-controller/release-controller/internal/releaselog"
+	"github.com/release-controller/release-controller/internal/server/approval"
 	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/mcp"
 	"github.com/release-controller/release-controller/internal/server/web"
@@ -207,7 +208,7 @@ func TestGetPipelinePolicy(t *testing.T) {
 		t.Errorf("soaks %+v, %+v", got.Environments[0].Policy.Soak, got.Environments[1].Policy.Soak)
 	}
 	w := got.Environments[1].WaitingApproval
-	if page := web.RejectCommand("", "apps", "web", "prod", "1.2.0"); w == nil || w.RejectCommand != page {
+	if page := approval.RejectCommand("", "apps", "web", "prod", "1.2.0"); w == nil || w.RejectCommand != page {
 		t.Errorf("the reject command %+v is not the page's %s", w, page)
 	}
 

@@ -262,7 +262,7 @@ func (p *site) pipelineStatePart(pl *v1alpha1.Pipeline, freezes []catalog.Freeze
 				v.Waiting = &waitingView{Revision: w.Revision, Since: stampOf(now, w.Since.Time),
 					Command:       ApproveCommand(base, pl.Namespace, pl.Name, env.Name, w.Revision),
 					CommandID:     fmt.Sprintf("approve-%d", i),
-					RejectCommand: RejectCommand(base, pl.Namespace, pl.Name, env.Name, w.Revision), RejectCommandID: fmt.Sprintf("reject-%d", i)}
+					RejectCommand: approval.RejectCommand(base, pl.Namespace, pl.Name, env.Name, w.Revision), RejectCommandID: fmt.Sprintf("reject-%d", i)}
 			}
 			if lp := st.LastPromotion; lp != nil {
 				state.History = append(state.History, promotionRow{Environment: env.Name, Revision: lp.Revision, Strategy: lp.Strategy,

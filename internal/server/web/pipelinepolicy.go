@@ -2,14 +2,11 @@ package web
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
-	"github.com/release-controller/release-controller/internal/server/approval"
 	"github.com/release-controller/release-controller/internal/server/catalog"
-	"github.com/release-controller/release-controller/internal/shellquote"
 )
 
 // The promotion policy on a pipeline's page: each environment's soak, the freeze holding it,
@@ -17,22 +14,6 @@ import (
 // rollbacks and the revisions never promoted further, its approval policy with the
 // approvals and rejections; and the freezes that cover the pipeline. The facts are
 // catalog.DescribePipeline's, which the MCP tools show too; these views only format them.
-
-// RejectReason is the placeholder of the reason in the reject command a page shows.
-const RejectReason = "REASON"
-
-// RejectCommand is the command that rejects revision for environment of the pipeline
-// namespace/name through the API server at base, with --reason RejectReason to replace.
-func RejectCommand(base, namespace, name, environment, revision string) string {
-	argv := approval.CommandArgv(base, namespace, name, environment, revision)
-	argv[2] = "reject"
-	// Before the "--" that keeps a revision starting with "-" from being read as a flag.
-	at := slices.Index(argv, "--")
-	if at < 0 {
-		at = len(argv)
-	}
-	return shellquote.Join(slices.Insert(argv, at, "--reason", RejectReason)...)
-}
 
 // envPolicyView is what an environment's card shows of its policy.
 type envPolicyView struct {
