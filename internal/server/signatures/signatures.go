@@ -35,6 +35,7 @@ var digestPattern = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 //	GET /signatures/sha256=<hex>/signature-<n>               OpenShift's layout
 //	GET /signatures/<repository>@sha256=<hex>/signature-<n>  containers/image's lookaside layout
 //	GET /signatures/pubkey.asc                               the public keys, ASCII-armored
+//	GET /signatures/cosign.pub                               the Sigstore public key, PEM
 //
 // <repository> is the image's repository path without the registry host; signatures are
 // stored by digest only, so any well-formed repository path serves the digest's signatures.
@@ -54,6 +55,20 @@ func Register(srv *server.Server, store *signstore.Store) {
 		}
 		w.Header().Set("Content-Type", "application/pgp-keys")
 		_, _ = w.Write(keys)
+	}))
+	srv.Handle("GET /signatures/cosign.pub", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, err := store.CosignPublicKey(r.Context())
+		w.Header().Set("Cache-Control", cacheRevalidate)
+		switch {
+		case errors.Is(err, signstore.ErrNotFound) || err == nil && len(key) == 0:
+			http.Error(w, "no Sigstore key is configured: this server attaches no Sigstore signatures", http.StatusNotFound)
+			return
+		case err != nil:
+			http.Error(w, "reading the Sigstore public key from the signature store failed", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-pem-file")
+		_, _ = w.Write(key)
 	}))
 	srv.Handle("GET /signatures/{path...}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		digest, n, err := parseSignaturePath(r.PathValue("path"))

@@ -186,6 +186,25 @@ func TestServeSignatures(t *testing.T) {
 	}
 }
 
+// TestServeCosignPublicKey: the Sigstore public key the audit controller publishes in the store
+// is served as cosign.pub, read on every request; none is a 404 saying so.
+func TestServeCosignPublicKey(t *testing.T) {
+	s := openDir(t, t.TempDir())
+	base := serve(t, s)
+	if r := do(t, http.MethodGet, base+"/signatures/cosign.pub"); r.status != http.StatusNotFound || !strings.Contains(r.body, "no Sigstore key is configured") {
+		t.Errorf("cosign.pub without a key: %d %q", r.status, r.body)
+	}
+	for _, pem := range []string{"-----BEGIN PUBLIC KEY-----\nfirst\n-----END PUBLIC KEY-----\n", "-----BEGIN PUBLIC KEY-----\nrotated\n-----END PUBLIC KEY-----\n"} {
+		if err := s.PutCosignPublicKey(context.Background(), []byte(pem)); err != nil {
+			t.Fatal(err)
+		}
+		r := do(t, http.MethodGet, base+"/signatures/cosign.pub")
+		if r.status != http.StatusOK || r.body != pem || r.header.Get("Content-Type") != "application/x-pem-file" || r.header.Get("Cache-Control") != cacheRevalidate {
+			t.Errorf("cosign.pub: %d %q %q %q, want 200 %q", r.status, r.header.Get("Content-Type"), r.header.Get("Cache-Control"), r.body, pem)
+		}
+	}
+}
+
 // TestHTTPSource reads signatures back from the server as `payload verify` does.
 func TestHTTPSource(t *testing.T) {
 	ctx := context.Background()

@@ -24,3 +24,24 @@ func (s *Store) PutPublicKeys(ctx context.Context, armored []byte) error {
 func (s *Store) PublicKeys(ctx context.Context) ([]byte, error) {
 	return s.read(ctx, PublicKeysKey)
 }
+
+// CosignPublicKeyKey is where the store keeps the PEM public key that verifies the Sigstore
+// signatures and attestations the controller attaches to payload images (`cosign verify --key`).
+const CosignPublicKeyKey = "cosign.pub"
+
+// PutCosignPublicKey replaces the published Sigstore public key, when it changed.
+func (s *Store) PutCosignPublicKey(ctx context.Context, pemBytes []byte) error {
+	if current, err := s.read(ctx, CosignPublicKeyKey); err == nil && string(current) == string(pemBytes) {
+		return nil
+	}
+	if err := s.bucket.WriteAll(ctx, CosignPublicKeyKey, pemBytes, nil); err != nil {
+		return fmt.Errorf("writing %s: %w", CosignPublicKeyKey, err)
+	}
+	return nil
+}
+
+// CosignPublicKey returns the published Sigstore public key; an error wrapping ErrNotFound
+// when none is.
+func (s *Store) CosignPublicKey(ctx context.Context) ([]byte, error) {
+	return s.read(ctx, CosignPublicKeyKey)
+}
