@@ -24,6 +24,12 @@ type Trust struct {
 	SignaturePath  string
 	// SignedMessage is the PayloadSigned condition's message, signed or not ("" before signing).
 	SignedMessage string
+	// SigstoreSigned: the payload's image carries, in its registry, Sigstore signatures and
+	// attestations made with the Sigstore key SigstoreKeyID ("sha256:<hex>"). SigstoreMessage is
+	// the PayloadSigstoreSigned condition's message, signed or not ("" without a Sigstore key).
+	SigstoreSigned  bool
+	SigstoreKeyID   string
+	SigstoreMessage string
 }
 
 // Trust reads the payload's audit and signature from its conditions.
@@ -42,7 +48,47 @@ func (e Entry) Trust() Trust {
 			}
 		}
 	}
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionPayloadSigstoreSigned); c != nil {
+		t.SigstoreMessage = c.Message
+		if c.Status == metav1.ConditionTrue {
+			t.SigstoreSigned, t.SigstoreKeyID = true, sigstoreKeyID(c.Message)
+		}
+	}
 	return t
+}
+
+// sigstoreKeyID is the key id of a PayloadSigstoreSigned message, "signed by <key id>: what is
+// attached"; empty when the message does not start so.
+func sigstoreKeyID(message string) string {
+	rest, ok := strings.CutPrefix(message, "signed by ")
+	if !ok {
+		return ""
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return ""
+	}
+	return strings.TrimSuffix(fields[0], ":")
+}
+
+// SigstorePublicKeyPath is where the HTTP server serves the public key of the Sigstore
+// signatures and attestations.
+const SigstorePublicKeyPath = "/signatures/cosign.pub"
+
+// cosignKeyFlags are the flags cosign v3 needs to check what the controller signs with its own
+// key: the public key saved as cosign.pub, and no transparency log, which it logs nowhere.
+const cosignKeyFlags = "--key cosign.pub --insecure-ignore-tlog=true"
+
+// CosignVerifyCommand is the cosign command that checks the Sigstore signature of the image
+// pullSpec (by digest), with the key of SigstorePublicKeyPath saved as cosign.pub.
+func CosignVerifyCommand(pullSpec string) string {
+	return "cosign verify " + cosignKeyFlags + " " + pullSpec
+}
+
+// CosignVerifyAttestationCommand is the cosign command that checks the attestation of
+// predicateType (cosign's short name or the URI) of the image pullSpec.
+func CosignVerifyAttestationCommand(pullSpec, predicateType string) string {
+	return "cosign verify-attestation " + cosignKeyFlags + " --type " + predicateType + " " + pullSpec
 }
 
 // SignaturePath is where the HTTP server serves signature-<n> of the image pullSpec (by

@@ -32,6 +32,31 @@ func TestTrust(t *testing.T) {
 	if got := payload(audited, notSigned).Trust(); got.Signed || got.SignedMessage != "not signed: no key" || got.SignaturePath != "" {
 		t.Errorf("not signed: %+v", got)
 	}
+	// Sigstore signatures beside the OpenPGP ones, or alone.
+	keyID := "sha256:" + "cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34"
+	sigstore := metav1.Condition{Type: v1alpha1.ConditionPayloadSigstoreSigned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSigned,
+		Message: "signed by " + keyID + ": signature and 3 attestations (slsaprovenance1, test-result ×1, verification-summary)"}
+	want.SigstoreSigned, want.SigstoreKeyID, want.SigstoreMessage = true, keyID, sigstore.Message
+	if got := payload(audited, signed, sigstore).Trust(); got != want {
+		t.Errorf("signed both ways:\n got %+v\nwant %+v", got, want)
+	}
+	if got := payload(audited, sigstore).Trust(); got.Signed || !got.SigstoreSigned || got.SigstoreKeyID != keyID {
+		t.Errorf("Sigstore-signed only: %+v", got)
+	}
+	registryDown := metav1.Condition{Type: v1alpha1.ConditionPayloadSigstoreSigned, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRegistryError, Message: "the registry did not answer"}
+	if got := payload(audited, signed, registryDown).Trust(); got.SigstoreSigned || got.SigstoreKeyID != "" || got.SigstoreMessage != registryDown.Message || !got.Signed {
+		t.Errorf("Sigstore signing failed: %+v", got)
+	}
+	for message, want := range map[string]string{
+		"signed by " + keyID + ": signature and 3 attestations": keyID,
+		"signed by " + keyID: keyID,
+		"signed by ":         "",
+		"something else":     "",
+	} {
+		if got := sigstoreKeyID(message); got != want {
+			t.Errorf("sigstoreKeyID(%q) = %q, want %q", message, got, want)
+		}
+	}
 	if p := SignaturePath("registry.example.com/product/release:1.0.0", 1); p != "" {
 		t.Errorf("SignaturePath of a tag = %q", p)
 	}

@@ -83,6 +83,9 @@ type Payload struct {
 	Components    []Component    `json:"components" jsonschema:"the component images, pinned by digest"`
 	Audit         *Audit         `json:"audit,omitempty" jsonschema:"the audit of an accepted payload against its image, once it ran"`
 	Signature     *Signature     `json:"signature,omitempty" jsonschema:"the payload's signature, once signed"`
+	// SigstoreSignature is beside Signature: the Sigstore signature and attestations in the
+	// image's registry.
+	SigstoreSignature *SigstoreSignature `json:"sigstore_signature,omitempty" jsonschema:"the payload's Sigstore signature and in-toto attestations in its registry, once attached"`
 	// UpdateService is what the update service does with the payload (updates.go).
 	UpdateService updateservice.PayloadView `json:"update_service" jsonschema:"what the update service (/graph) does with the payload: the risks on upgrades into it, the declared channels holding it, promotions to come, its tombstone"`
 }
@@ -97,6 +100,15 @@ type Audit struct {
 type Signature struct {
 	KeyID string `json:"key_id" jsonschema:"the OpenPGP key that signed the payload"`
 	URL   string `json:"url" jsonschema:"the signature on this server (OpenShift's layout); the public key is /signatures/pubkey.asc"`
+}
+
+// SigstoreSignature is what is attached to a payload's image in its registry, which key made
+// it and how to check it.
+type SigstoreSignature struct {
+	KeyID     string `json:"key_id" jsonschema:"the Sigstore key that signed the payload, sha256:<hex> of its public key"`
+	Attached  string `json:"attached" jsonschema:"the PayloadSigstoreSigned message: the signature and the attestations attached"`
+	PublicKey string `json:"public_key" jsonschema:"the Sigstore public key on this server (PEM)"`
+	Verify    string `json:"verify" jsonschema:"the cosign command that checks the signature, with the public key saved as cosign.pub"`
 }
 
 // Override is a payload's override.
@@ -409,11 +421,16 @@ func payloadOf(s *catalog.Stream, e catalog.Entry) Payload {
 	for _, c := range p.Spec.Components {
 		out.Components = append(out.Components, Component{Name: c.Name, Image: c.Image})
 	}
-	if trust := e.Trust(); trust.Audit != "" {
+	trust := e.Trust()
+	if trust.Audit != "" {
 		out.Audit = &Audit{Result: trust.Audit, Message: trust.AuditMessage}
 		if trust.Signed {
 			out.Signature = &Signature{KeyID: trust.KeyID, URL: trust.SignaturePath}
 		}
+	}
+	if trust.SigstoreSigned && p.Status.PayloadImage != "" {
+		out.SigstoreSignature = &SigstoreSignature{KeyID: trust.SigstoreKeyID, Attached: trust.SigstoreMessage,
+			PublicKey: catalog.SigstorePublicKeyPath, Verify: catalog.CosignVerifyCommand(p.Status.PayloadImage)}
 	}
 	return out
 }
@@ -440,6 +457,9 @@ func payloadText(p Payload) string {
 	}
 	if p.Signature != nil {
 		fmt.Fprintf(&b, "Signature: by key %s, at %s\n", p.Signature.KeyID, p.Signature.URL)
+	}
+	if p.SigstoreSignature != nil {
+		fmt.Fprintf(&b, "Sigstore signature: %s; public key at %s; check with: %s\n", p.SigstoreSignature.Attached, p.SigstoreSignature.PublicKey, p.SigstoreSignature.Verify)
 	}
 	if len(p.Conditions) > 0 {
 		b.WriteString("Conditions:\n")

@@ -403,7 +403,8 @@ func filledCatalog() *catalog.Catalog {
 	signed.Status.PayloadImage = "registry.example.com/ocp/release@sha256:" + strings.Repeat("c", 64)
 	signed.Status.Conditions = append(signed.Status.Conditions,
 		metav1.Condition{Type: v1alpha1.ConditionPayloadAudited, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAuditPassed, Message: "4 checks passed"},
-		metav1.Condition{Type: v1alpha1.ConditionPayloadSigned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSigned, Message: v1alpha1.SignedMessage("0123456789ABCDEF", 1)})
+		metav1.Condition{Type: v1alpha1.ConditionPayloadSigned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSigned, Message: v1alpha1.SignedMessage("0123456789ABCDEF", 1)},
+		metav1.Condition{Type: v1alpha1.ConditionPayloadSigstoreSigned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSigned, Message: sigstoreSignedMessage})
 	for _, p := range []*v1alpha1.ReleasePayload{
 		newPayload("ocp", "4.18", "4.18.0-rc.0", v1alpha1.PhaseAccepted),
 		newPayload("ocp", "4.18", "4.18.1", v1alpha1.PhaseAccepted),
@@ -535,6 +536,20 @@ func TestLatestAndGetPayload(t *testing.T) {
 	if !strings.Contains(text, "Signature: by key 0123456789ABCDEF, at "+wantSig.URL+"\n") {
 		t.Errorf("get_payload text lacks the signature:\n%s", text)
 	}
+	// and its Sigstore signature beside it, with the cosign command that checks it.
+	image := "registry.example.com/ocp/release@sha256:" + strings.Repeat("c", 64)
+	wantSigstore := &mcp.SigstoreSignature{KeyID: sigstoreKeyID, Attached: sigstoreSignedMessage, PublicKey: "/signatures/cosign.pub",
+		Verify: "cosign verify --key cosign.pub --insecure-ignore-tlog=true " + image}
+	if !reflect.DeepEqual(p.SigstoreSignature, wantSigstore) {
+		t.Errorf("get_payload of a Sigstore-signed payload: %+v, want %+v", p.SigstoreSignature, wantSigstore)
+	}
+	if want := "Sigstore signature: " + sigstoreSignedMessage + "; public key at /signatures/cosign.pub; check with: " + wantSigstore.Verify + "\n"; !strings.Contains(text, want) {
+		t.Errorf("get_payload text lacks %q:\n%s", want, text)
+	}
+	var unsigned mcp.Payload
+	if _, isError = call(t, session, mcp.ToolGetPayload, map[string]any{"tag": "4.18.1"}, &unsigned); isError || unsigned.SigstoreSignature != nil {
+		t.Errorf("get_payload of a payload without Sigstore signatures: %+v", unsigned)
+	}
 
 	// The tag in two namespaces: the namespace, or the stream with its namespace, picks one.
 	if _, isError = call(t, session, mcp.ToolGetPayload, map[string]any{"tag": "4.18.0-rc.0", "namespace": "okd"}, &p); isError || p.Phase != "Failed" {
@@ -657,3 +672,9 @@ func TestGetChangelog(t *testing.T) {
 		t.Errorf("without changelogs: isError %v, %q", isError, text)
 	}
 }
+
+// The PayloadSigstoreSigned message of the signed payload 4.17.9, and its key.
+const (
+	sigstoreKeyID         = "sha256:5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
+	sigstoreSignedMessage = "signed by " + sigstoreKeyID + ": signature and 3 attestations (slsaprovenance1, test-result ×1, verification-summary)"
+)

@@ -49,6 +49,9 @@ type apiReleaseInfo struct {
 	// signature is, once there are.
 	Audit     *auditInfo     `json:"audit,omitempty"`
 	Signature *signatureInfo `json:"signature,omitempty"`
+	// SigstoreSignature is ours too: the Sigstore signature and attestations attached to the
+	// image in its registry, once they are.
+	SigstoreSignature *sigstoreSignatureInfo `json:"sigstoreSignature,omitempty"`
 	// Platforms are ours too: of a payload built for platforms, each platform's image.
 	Platforms []platformImage `json:"platforms,omitempty"`
 	// UpdateService is ours: what /graph does with the payload (the risks of upgrades into
@@ -73,6 +76,16 @@ type auditInfo struct {
 type signatureInfo struct {
 	KeyID string `json:"keyID"`
 	URL   string `json:"url"`
+}
+
+// sigstoreSignatureInfo is the payload's Sigstore signature: the key that made it, what is
+// attached (the PayloadSigstoreSigned message), the public key's path on this server and the
+// cosign command that checks it.
+type sigstoreSignatureInfo struct {
+	KeyID     string `json:"keyID"`
+	Attached  string `json:"attached"`
+	PublicKey string `json:"publicKey"`
+	Verify    string `json:"verify"`
 }
 
 // jobsSummary is OSRC's VerificationJobsSummary.
@@ -145,11 +158,16 @@ func (h *handler) releaseInfo(w http.ResponseWriter, r *http.Request) {
 	for _, pi := range e.Payload.Status.PlatformImages {
 		info.Platforms = append(info.Platforms, platformImage{Platform: pi.Platform, Image: pi.Image})
 	}
-	if trust := e.Trust(); trust.Audit != "" {
+	trust := e.Trust()
+	if trust.Audit != "" {
 		info.Audit = &auditInfo{Result: trust.Audit, Message: trust.AuditMessage}
 		if trust.Signed {
 			info.Signature = &signatureInfo{KeyID: trust.KeyID, URL: trust.SignaturePath}
 		}
+	}
+	if image := e.Payload.Status.PayloadImage; trust.SigstoreSigned && image != "" {
+		info.SigstoreSignature = &sigstoreSignatureInfo{KeyID: trust.SigstoreKeyID, Attached: trust.SigstoreMessage,
+			PublicKey: catalog.SigstorePublicKeyPath, Verify: catalog.CosignVerifyCommand(image)}
 	}
 	// Left out when there is nothing to say, so that OSRC's clients see OSRC's shape.
 	if view := updateservice.DescribePayload(s, e, h.cat.Risks(), h.now(), h.pageURL); len(view.UpgradeRisks) > 0 ||

@@ -502,6 +502,7 @@ func TestReleaseInfoAuditAndSignature(t *testing.T) {
 	p.Status.Conditions = []metav1.Condition{
 		{Type: v1alpha1.ConditionPayloadAudited, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonAuditPassed, Message: "4 checks passed"},
 		{Type: v1alpha1.ConditionPayloadSigned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSigned, Message: v1alpha1.SignedMessage("0123456789ABCDEF", 1)},
+		{Type: v1alpha1.ConditionPayloadSigstoreSigned, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonSigned, Message: "signed by " + sigstoreKey + ": signature and 3 attestations (slsaprovenance1, test-result ×1, verification-summary)"},
 	}
 	setPayload(cat, p)
 	setPayload(cat, newPayload(s, "1.0.0-2", v1alpha1.PhaseAccepted))
@@ -513,6 +514,12 @@ func TestReleaseInfoAuditAndSignature(t *testing.T) {
 			KeyID string `json:"keyID"`
 			URL   string `json:"url"`
 		}
+		SigstoreSignature *struct {
+			KeyID     string `json:"keyID"`
+			Attached  string `json:"attached"`
+			PublicKey string `json:"publicKey"`
+			Verify    string `json:"verify"`
+		} `json:"sigstoreSignature"`
 	}
 	getJSON(t, base+"/api/v1/releasestream/trusted/release/1.0.0-1", &info)
 	if info.Audit == nil || info.Audit.Result != v1alpha1.ReasonAuditPassed || info.Audit.Message != "4 checks passed" {
@@ -522,12 +529,19 @@ func TestReleaseInfoAuditAndSignature(t *testing.T) {
 	if info.Signature == nil || info.Signature.KeyID != "0123456789ABCDEF" || info.Signature.URL != wantURL {
 		t.Errorf("signature = %+v, want key 0123456789ABCDEF at %s", info.Signature, wantURL)
 	}
-	info.Audit, info.Signature = nil, nil
+	if ss := info.SigstoreSignature; ss == nil || ss.KeyID != sigstoreKey || !strings.HasPrefix(ss.Attached, "signed by "+sigstoreKey+": signature and 3 attestations") ||
+		ss.PublicKey != "/signatures/cosign.pub" || ss.Verify != "cosign verify --key cosign.pub --insecure-ignore-tlog=true "+p.Status.PayloadImage {
+		t.Errorf("sigstoreSignature = %+v, want key %s and the cosign command of %s", ss, sigstoreKey, p.Status.PayloadImage)
+	}
+	info.Audit, info.Signature, info.SigstoreSignature = nil, nil, nil
 	getJSON(t, base+"/api/v1/releasestream/trusted/release/1.0.0-2", &info)
-	if info.Audit != nil || info.Signature != nil {
-		t.Errorf("a payload not audited yet: audit %+v, signature %+v", info.Audit, info.Signature)
+	if info.Audit != nil || info.Signature != nil || info.SigstoreSignature != nil {
+		t.Errorf("a payload not audited yet: audit %+v, signature %+v, Sigstore %+v", info.Audit, info.Signature, info.SigstoreSignature)
 	}
 }
+
+// sigstoreKey is the id of a Sigstore key.
+const sigstoreKey = "sha256:5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e"
 
 func getJSON(t *testing.T, url string, into any) {
 	t.Helper()

@@ -258,6 +258,25 @@ func TestStreamPagesInBrowser(t *testing.T) {
 	if got := texts(`#components tbody tr:first-child td`); len(got) != 5 || got[3] != "https://github.com/example/api.git" || got[4] != "22222222" {
 		t.Errorf("the api component shows %q", got)
 	}
+	// Its Sigstore signatures: the condition beside PayloadSigned, the key to fetch and the
+	// cosign command for this payload, which copies like the pull spec.
+	if got, want := texts(`table.conditions tbody th`), []string{"PayloadCreated", "PayloadAccepted", "PayloadAudited", "PayloadSigned", "PayloadSigstoreSigned"}; !slices.Equal(got, want) {
+		t.Errorf("conditions %v, want %v", got, want)
+	}
+	if got := text(`p.sigstore`); !strings.Contains(got, sigstoreSignedMessage) || !strings.Contains(got, "Sigstore public key") {
+		t.Errorf("the Sigstore line reads %q", got)
+	}
+	if got := eval[string](t, ctx, `document.querySelector("p.sigstore a").getAttribute("href")`); got != "/signatures/cosign.pub" {
+		t.Errorf("the Sigstore public key link is %q", got)
+	}
+	if got, want := text(`#cosign-verify`), "cosign verify --key cosign.pub --insecure-ignore-tlog=true "+digestOf(tag4); got != want {
+		t.Errorf("the cosign command is %q, want %q", got, want)
+	}
+	do(t, ctx, "copying the cosign command",
+		chromedp.WaitVisible(chromedp.CSS(`button.copy[data-copy="cosign-verify"]`)),
+		chromedp.Click(chromedp.CSS(`button.copy[data-copy="cosign-verify"]`)),
+	)
+	waitFor(t, ctx, "the cosign command's copy to be confirmed", `document.querySelector('button.copy[data-copy="cosign-verify"]').textContent === "Copied"`)
 	do(t, ctx, "copying the pull spec",
 		chromedp.WaitVisible(chromedp.CSS(`button.copy[data-copy="pullspec"]`)),
 		chromedp.Click(chromedp.CSS(`button.copy[data-copy="pullspec"]`)),

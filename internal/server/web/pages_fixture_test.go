@@ -163,7 +163,8 @@ func fixturePayloads() []*v1alpha1.ReleasePayload {
 	}
 	p4.Status.Conditions = append(p4.Status.Conditions, cond(v1alpha1.ConditionPayloadAccepted, metav1.ConditionTrue, v1alpha1.ReasonBlockingJobsSucceeded, "all blocking jobs succeeded", "2026-11-22T13:00:00Z"),
 		cond(v1alpha1.ConditionPayloadAudited, metav1.ConditionTrue, v1alpha1.ReasonAuditPassed, "6 checks passed", "2026-11-22T13:00:01Z"),
-		cond(v1alpha1.ConditionPayloadSigned, metav1.ConditionTrue, v1alpha1.ReasonSigned, "signed by 0123456789ABCDEF (signature-1)", "2026-11-22T13:00:01Z"))
+		cond(v1alpha1.ConditionPayloadSigned, metav1.ConditionTrue, v1alpha1.ReasonSigned, "signed by 0123456789ABCDEF (signature-1)", "2026-11-22T13:00:01Z"),
+		cond(v1alpha1.ConditionPayloadSigstoreSigned, metav1.ConditionTrue, v1alpha1.ReasonSigned, sigstoreSignedMessage, "2026-11-22T13:00:02Z"))
 
 	p5 := newPayload("demo", "nightly", tag5, v1alpha1.PhaseReady, "2026-11-22T15:00:00Z")
 	up := run("150000-upgrade-1", 1, v1alpha1.JobPending, "2026-11-22T15:10:00Z", "")
@@ -345,3 +346,7 @@ func (f *fakeWithReleases) Release(_ context.Context, pullSpec string) (changelo
 	}
 	return changelog.Release{Name: pullSpec, Components: f.components}, nil
 }
+
+// sigstoreSignedMessage is the PayloadSigstoreSigned message of the signed payload tag4.
+const sigstoreSignedMessage = "signed by sha256:" + "5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e" +
+	": signature and 4 attestations (slsaprovenance1, test-result ×2, verification-summary)"

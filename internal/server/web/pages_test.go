@@ -293,6 +293,12 @@ func TestReleasePage(t *testing.T) {
 		// Audited and signed.
 		`<tr><th scope="row">PayloadSigned</th><td class="status-True">True</td><td>Signed</td><td class="message">signed by 0123456789ABCDEF (signature-1)</td>`,
 		`<p class="signed">The payload is signed by 0123456789ABCDEF (signature-1): check it with <code>release-controller payload verify</code> and the <a href="/signatures/pubkey.asc">public key</a>.</p>`,
+		// Its Sigstore signatures beside them, with the commands that check them.
+		`<tr><th scope="row">PayloadSigstoreSigned</th><td class="status-True">True</td><td>Signed</td><td class="message">` + sigstoreSignedMessage + `</td>`,
+		`Its image carries Sigstore signatures in its registry: ` + sigstoreSignedMessage + `. Save the <a href="/signatures/cosign.pub">Sigstore public key</a> as <code>cosign.pub</code>`,
+		`<code id="cosign-verify">cosign verify --key cosign.pub --insecure-ignore-tlog=true ` + digestOf(tag4) + `</code> <button type="button" class="copy" data-copy="cosign-verify" hidden>Copy</button>`,
+		`<code id="cosign-verify-attestation">cosign verify-attestation --key cosign.pub --insecure-ignore-tlog=true --type slsaprovenance1 ` + digestOf(tag4) + `</code>`,
+		`<code id="sigstore-payload-verify">release-controller payload verify --format attestation --key cosign.pub ` + digestOf(tag4) + `</code>`,
 		// Components by digest.
 		`<tr><th scope="row">api</th><td><code>registry.example.com/ocp/api</code></td><td><code class="digest" title="sha256:` + sha('a') + `">`,
 		`<code>registry.example.com/ocp/api:latest</code>`,
@@ -364,7 +370,7 @@ func TestReleasePage(t *testing.T) {
 				`<div class="banner override" role="note"><strong>Manual override: Accepted.</strong> e2e flaked on a known &lt;infra&gt; issue</div>`,
 				`<div class="banner failure" role="alert"><strong>The payload failed its audit and is not signed.</strong> check tag-digest failed: the tag was &lt;re-tagged&gt;</div>`,
 			},
-			dontWant: []string{`<p class="signed">`},
+			dontWant: []string{`<p class="signed">`, `class="sigstore-signed"`, `id="cosign-verify"`},
 		},
 		{
 			name: "a failed payload stops at why", path: releaseURL("demo", "nightly", tag1), code: 200,

@@ -479,6 +479,33 @@ type statusPart struct {
 	UpgradesTo           []upgradeView
 	// Updates is what the update service does with the payload (updates.go).
 	Updates updatesView
+	// Sigstore is what the page says of the payload's Sigstore signatures and attestations,
+	// once PayloadSigstoreSigned is True.
+	Sigstore *sigstoreView
+}
+
+// sigstoreView is a payload's Sigstore signatures: the PayloadSigstoreSigned message ("signed by
+// <key id>: what is attached") and the commands that check them with the public key saved as
+// cosign.pub.
+type sigstoreView struct {
+	Message, PublicKey   string
+	Cosign, CosignAttest string
+	Verify               string
+}
+
+// sigstoreViewOf is the Sigstore part of the page of a payload whose image is pullSpec (by
+// digest); nil before its Sigstore signatures are attached.
+func sigstoreViewOf(trust catalog.Trust, pullSpec string, byDigest bool) *sigstoreView {
+	if !trust.SigstoreSigned || !byDigest {
+		return nil
+	}
+	return &sigstoreView{
+		Message:      trust.SigstoreMessage,
+		PublicKey:    catalog.SigstorePublicKeyPath,
+		Cosign:       catalog.CosignVerifyCommand(pullSpec),
+		CosignAttest: catalog.CosignVerifyAttestationCommand(pullSpec, "slsaprovenance1"),
+		Verify:       "release-controller payload verify --format attestation --key cosign.pub " + pullSpec,
+	}
 }
 
 type conditionRow struct {
@@ -571,6 +598,7 @@ func (p *site) renderStatus(s *catalog.Stream, e catalog.Entry, now time.Time) (
 	if c := meta.FindStatusCondition(pl.Status.Conditions, v1alpha1.ConditionPayloadSigned); c != nil && c.Status == metav1.ConditionTrue {
 		st.Signed = c.Message
 	}
+	st.Sigstore = sigstoreViewOf(e.Trust(), st.PullSpec, st.ByDigest)
 	if c := meta.FindStatusCondition(pl.Status.Conditions, v1alpha1.ConditionPayloadAudited); c != nil && c.Reason == v1alpha1.ReasonAuditFailed {
 		st.AuditFailure = c.Message
 	}
@@ -605,7 +633,7 @@ func (p *site) renderStatus(s *catalog.Stream, e catalog.Entry, now time.Time) (
 // payloadConditionTypes are the payload conditions a page shows, in this order.
 var payloadConditionTypes = []string{
 	v1alpha1.ConditionPayloadCreated, v1alpha1.ConditionPayloadAccepted, v1alpha1.ConditionPayloadRejected, v1alpha1.ConditionPayloadFailed,
-	v1alpha1.ConditionPayloadAudited, v1alpha1.ConditionPayloadSigned, v1alpha1.ConditionPayloadIssuesVerified,
+	v1alpha1.ConditionPayloadAudited, v1alpha1.ConditionPayloadSigned, v1alpha1.ConditionPayloadSigstoreSigned, v1alpha1.ConditionPayloadIssuesVerified,
 }
 
 // failureMessage says why a payload failed: the PayloadFailed condition's message, else
