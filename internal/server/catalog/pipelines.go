@@ -63,3 +63,29 @@ func (c *Catalog) Pipeline(namespace, name string) (*v1alpha1.Pipeline, bool) {
 	p, ok := c.pipelines[types.NamespacedName{Namespace: namespace, Name: name}]
 	return p, ok
 }
+
+// Strategy is how revisions are promoted into environment env of p: its promotion's
+// strategy, else the pipeline's, else patch (the schema's default).
+func Strategy(p *v1alpha1.Pipeline, env v1alpha1.Environment) string {
+	if env.Promotion != nil && env.Promotion.Strategy != "" {
+		return env.Promotion.Strategy
+	}
+	if p.Spec.Promotion != nil && p.Spec.Promotion.Strategy != "" {
+		return p.Spec.Promotion.Strategy
+	}
+	return v1alpha1.StrategyPatch
+}
+
+// TargetStatus is what st (nil before the controller wrote one) records of target t; nil
+// until the controller observed it.
+func TargetStatus(st *v1alpha1.EnvironmentStatus, t v1alpha1.Target) *v1alpha1.TargetStatus {
+	if st == nil {
+		return nil
+	}
+	for i := range st.Targets {
+		if st.Targets[i].Namespace == t.Namespace && st.Targets[i].ClusterRef == t.ClusterRef {
+			return &st.Targets[i]
+		}
+	}
+	return nil
+}

@@ -220,22 +220,13 @@ func pipelineOf(p *v1alpha1.Pipeline, freezes []catalog.Freeze, now time.Time) P
 		ObservedGeneration: p.Status.ObservedGeneration, Environments: []PipelineEnvironment{}, Conditions: []Condition{},
 		Freezes: policy.Freezes, FreezesOmitted: policy.FreezesOmitted, Link: pipelineLink(p)}
 	for i, env := range p.Spec.Environments {
-		pe := PipelineEnvironment{Name: env.Name, Strategy: v1alpha1.StrategyPatch, RequiresApproval: env.Approval != nil, Targets: []PipelineTarget{},
+		pe := PipelineEnvironment{Name: env.Name, Strategy: catalog.Strategy(p, env), RequiresApproval: env.Approval != nil, Targets: []PipelineTarget{},
 			Policy: policy.Environments[i]}
-		if env.Promotion != nil && env.Promotion.Strategy != "" {
-			pe.Strategy = env.Promotion.Strategy
-		} else if p.Spec.Promotion != nil && p.Spec.Promotion.Strategy != "" {
-			pe.Strategy = p.Spec.Promotion.Strategy
-		}
 		st := catalog.EnvironmentStatus(p, env.Name)
 		for _, target := range env.Targets {
 			pt := PipelineTarget{Namespace: target.Namespace, ClusterRef: target.ClusterRef}
-			if st != nil {
-				for _, ts := range st.Targets {
-					if ts.Namespace == target.Namespace && ts.ClusterRef == target.ClusterRef {
-						pt.Revision, pt.Ready, pt.Message, pt.Observed = ts.Revision, ts.Ready, ts.Message, true
-					}
-				}
+			if ts := catalog.TargetStatus(st, target); ts != nil {
+				pt.Revision, pt.Ready, pt.Message, pt.Observed = ts.Revision, ts.Ready, ts.Message, true
 			}
 			pe.Targets = append(pe.Targets, pt)
 		}

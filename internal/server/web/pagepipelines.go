@@ -217,16 +217,6 @@ func ApproveCommand(base, namespace, name, environment, revision string) string 
 	return approval.Command(base, namespace, name, environment, revision)
 }
 
-func strategyOf(pl *v1alpha1.Pipeline, env v1alpha1.Environment) string {
-	if env.Promotion != nil && env.Promotion.Strategy != "" {
-		return env.Promotion.Strategy
-	}
-	if pl.Spec.Promotion != nil && pl.Spec.Promotion.Strategy != "" {
-		return pl.Spec.Promotion.Strategy
-	}
-	return v1alpha1.StrategyPatch
-}
-
 func (p *site) pipelineStatePart(pl *v1alpha1.Pipeline, freezes []catalog.Freeze, base string) (fragment, error) {
 	now := p.now()
 	state := pipelineState{Ready: pipelineReady(pl), Stale: pl.Status.ObservedGeneration != 0 && pl.Status.ObservedGeneration != pl.Generation}
@@ -234,7 +224,7 @@ func (p *site) pipelineStatePart(pl *v1alpha1.Pipeline, freezes []catalog.Freeze
 	state.Freezes, state.FreezesOmitted = freezeViews(policy.Freezes), policy.FreezesOmitted
 	for i, env := range pl.Spec.Environments {
 		st := catalog.EnvironmentStatus(pl, env.Name)
-		v := envView{Name: env.Name, Strategy: strategyOf(pl, env), NeedsApproval: env.Approval != nil}
+		v := envView{Name: env.Name, Strategy: catalog.Strategy(pl, env), NeedsApproval: env.Approval != nil}
 		next := ""
 		if i+1 < len(pl.Spec.Environments) {
 			next = pl.Spec.Environments[i+1].Name
@@ -243,15 +233,11 @@ func (p *site) pipelineStatePart(pl *v1alpha1.Pipeline, freezes []catalog.Freeze
 		v.State, v.Class = envState(st)
 		for _, t := range env.Targets {
 			tv := targetView{Cluster: cmp.Or(t.ClusterRef, LocalCluster), Namespace: t.Namespace, State: "unknown", Class: "pending"}
-			if st != nil {
-				for _, ts := range st.Targets {
-					if ts.Namespace == t.Namespace && ts.ClusterRef == t.ClusterRef {
-						tv.Revision, tv.Message = ts.Revision, ts.Message
-						tv.State, tv.Class = "not ready", "failed"
-						if ts.Ready {
-							tv.State, tv.Class = "ready", "state-success"
-						}
-					}
+			if ts := catalog.TargetStatus(st, t); ts != nil {
+				tv.Revision, tv.Message = ts.Revision, ts.Message
+				tv.State, tv.Class = "not ready", "failed"
+				if ts.Ready {
+					tv.State, tv.Class = "ready", "state-success"
 				}
 			}
 			v.Targets = append(v.Targets, tv)
