@@ -24,6 +24,7 @@ import (
 	"github.com/release-controller/release-controller/internal/server/catalog"
 	"github.com/release-controller/release-controller/internal/server/mcp"
 	"github.com/release-controller/release-controller/internal/server/osrc"
+	"github.com/release-controller/release-controller/internal/server/pipelineapi"
 	"github.com/release-controller/release-controller/internal/server/releaseapi"
 	"github.com/release-controller/release-controller/internal/server/signatures"
 	"github.com/release-controller/release-controller/internal/server/web"
@@ -92,6 +93,7 @@ func New(mgr ctrl.Manager, opts Options) (*server.Server, error) {
 	approvals.Report = eventlog.Recorder{Events: mgr.GetEventRecorder(eventlog.Reporter)}
 	approvals.Log = writer
 	approval.Register(s, approvals)
+	pipelineapi.Register(s, cat, opts.Log.Clock)
 	osrc.Register(s, cat, osrc.Options{ChangeLogs: opts.ChangeLogs, ArtifactsURL: opts.ArtifactsURL, PublicURL: opts.PublicURL, Clock: opts.Log.Clock})
 	if opts.Signatures != nil {
 		signatures.Register(s, opts.Signatures)
