@@ -88,6 +88,12 @@ func TestPipelinePagesFromTheCache(t *testing.T) {
 	g.Expect(body).To(ContainSubstring(`href="/pipelines/` + ns + `/web"`))
 	g.Expect(body).To(ContainSubstring(`<a href="/pipelines">Pipelines</a>`))
 
+	// The same pipeline as JSON, from the same cache.
+	code, body = get(http.MethodGet, "/api/v1/namespaces/"+ns+"/pipelines/web")
+	g.Expect(code).To(Equal(http.StatusOK))
+	g.Expect(body).To(ContainSubstring(`"rejectCommand": "release-controller pipeline reject ` + ns + `/web prod 1.2.0 --reason REASON"`))
+	g.Expect(body).To(ContainSubstring(`"clusterRef": "leaf"`))
+
 	code, body = get(http.MethodGet, "/pipelines/"+ns+"/nope")
 	g.Expect(code).To(Equal(http.StatusNotFound))
 	g.Expect(body).To(ContainSubstring("There is no pipeline “nope”"))
