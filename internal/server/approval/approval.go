@@ -29,12 +29,15 @@ package approval
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -115,6 +118,20 @@ type Handler struct {
 	Report eventlog.Recorder
 	Log    *releaselog.Writer
 	Now    func() time.Time
+
+	// repeats remembers, by signature, how to answer a repeat of each signed request this
+	// process recorded (a second approval signed in the same second is one), until the
+	// signature leaves its window: so that the repeat is answered without reading anything.
+	repeatsMu sync.Mutex
+	repeats   map[string]repeat
+}
+
+// repeat is the answer to a signed request recorded before, sent again.
+type repeat struct {
+	// request is the digest of the request the signature was accepted for (requestDigest).
+	request string
+	answer  error
+	expires time.Time
 }
 
 // NewHandler returns a handler: c writes approvals, live reads pipelines from the API server,
@@ -224,6 +241,8 @@ type request struct {
 	// verified it.
 	signed *signature.Signed
 	secret string
+	// digest is requestDigest of a signed request.
+	digest string
 }
 
 func (h *Handler) approve(r *http.Request) (*Response, error) {
@@ -246,6 +265,7 @@ func (h *Handler) approve(r *http.Request) (*Response, error) {
 	if rec.PolicyMet != nil {
 		resp.PolicyMet = &rec.PolicyMet.Time
 	}
+	h.remember(req, now, Repeated(req.env, req.revision, req.who, rec, nil, need))
 	resp.Warnings = h.reportApproval(r.Context(), p, req, rec, need)
 	return resp, nil
 }
@@ -275,6 +295,7 @@ func (h *Handler) reject(r *http.Request) (*RejectResponse, error) {
 		return nil, err
 	}
 	rejected := decided.Rejections[len(decided.Rejections)-1]
+	h.remember(req, now, Repeated(req.env, req.revision, req.who, nil, decided.Rejections, 0))
 	resp := &RejectResponse{Namespace: req.key.Namespace, Pipeline: req.key.Name, Environment: req.env, Revision: req.revision,
 		By: rejected.By, Reason: rejected.Reason, Time: rejected.Time.Time, Withdrawn: decided.Withdrawn}
 	resp.Warnings = h.reportRejection(r.Context(), p, req, rejected, decided.Withdrawn)
@@ -314,6 +335,10 @@ func (h *Handler) check(r *http.Request) (*request, error) {
 		if err == nil {
 			err = h.Verifier.Check(s)
 		}
+		if errors.Is(err, signature.ErrReplayed) {
+			// The very request this process recorded is answered as it was recorded.
+			return nil, h.repeated(s, r.Method, r.URL.EscapedPath(), req.body)
+		}
 		if err != nil {
 			return nil, signatureError(err)
 		}
@@ -348,8 +373,13 @@ func (h *Handler) check(r *http.Request) (*request, error) {
 			return nil, err
 		}
 		if err := h.Verifier.Accept(signature.Approval, secret, r.Method, r.URL.EscapedPath(), *req.signed, req.body); err != nil {
+			if errors.Is(err, signature.ErrReplayed) {
+				// Accepted meanwhile: the same request sent twice at once.
+				return nil, h.repeated(*req.signed, r.Method, r.URL.EscapedPath(), req.body)
+			}
 			return nil, signatureError(err)
 		}
+		req.digest = requestDigest(*req.signed, r.Method, r.URL.EscapedPath(), req.body)
 		req.who = SignedIdentity(req.secret)
 	}
 	return req, nil
@@ -409,6 +439,11 @@ func (h *Handler) write(ctx context.Context, req *request, now time.Time, c chan
 			digest, expires = req.signed.Digest(), req.signed.Expires()
 		}
 		used, err := RecordSignature(used, digest, expires, now)
+		if errors.Is(err, errReplayed) {
+			// Recorded by another replica, or by this one before it restarted: the signature
+			// verified, so this is that request again, answered with what it recorded.
+			return Repeated(req.env, req.revision, req.who, current.Approval, current.Rejections, MinApprovers(*live))
+		}
 		if err != nil {
 			return err
 		}
@@ -463,7 +498,7 @@ func RecordSignature(used []v1alpha1.UsedSignature, digest string, expires, now 
 		return kept, nil
 	}
 	if slices.ContainsFunc(kept, func(u v1alpha1.UsedSignature) bool { return u.SHA256 == digest }) {
-		return nil, signatureError(signature.ErrReplayed)
+		return nil, errReplayed
 	}
 	if len(kept) >= v1alpha1.MaxUsedApprovalSignatures {
 		oldest := slices.MinFunc(kept, func(a, b v1alpha1.UsedSignature) int { return a.Expires.Compare(b.Expires.Time) })
@@ -471,6 +506,50 @@ func RecordSignature(used []v1alpha1.UsedSignature, digest string, expires, now 
 			len(kept), signature.Window, oldest.Expires.UTC().Format(time.RFC3339))
 	}
 	return append(kept, v1alpha1.UsedSignature{SHA256: digest, Expires: metav1.NewTime(expires.UTC().Truncate(time.Second).Add(time.Second))}), nil
+}
+
+// errReplayed is RecordSignature's refusal of a signature recorded already.
+var errReplayed = signatureError(signature.ErrReplayed)
+
+// remember keeps the answer to a repeat of req, a signed request just recorded at now, until
+// its signature leaves the window; the answers whose window has passed are dropped.
+func (h *Handler) remember(req *request, now time.Time, answer error) {
+	if req.signed == nil {
+		return
+	}
+	h.repeatsMu.Lock()
+	defer h.repeatsMu.Unlock()
+	if h.repeats == nil {
+		h.repeats = map[string]repeat{}
+	}
+	for k, r := range h.repeats {
+		if now.After(r.expires) {
+			delete(h.repeats, k)
+		}
+	}
+	h.repeats[req.signed.Digest()] = repeat{request: req.digest, answer: answer, expires: req.signed.Expires()}
+}
+
+// repeated answers a request whose signature s this process accepted before: as remembered
+// when it is the very request recorded (same method, path, timestamp and body; nothing else
+// has its signature without the key), else as a replay.
+func (h *Handler) repeated(s signature.Signed, method, path string, body []byte) error {
+	h.repeatsMu.Lock()
+	r, ok := h.repeats[s.Digest()]
+	h.repeatsMu.Unlock()
+	if ok && r.request == requestDigest(s, method, path, body) {
+		return r.answer
+	}
+	return signatureError(signature.ErrReplayed)
+}
+
+// requestDigest is the SHA-256 of what a signature covers: a request's method, path,
+// timestamp and body.
+func requestDigest(s signature.Signed, method, path string, body []byte) string {
+	h := sha256.New()
+	h.Write([]byte(signature.Approval.Message(method, path, s.Timestamp)))
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // signatureError answers a refused signature; no message quotes an HMAC.

@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/pipeline/signature"
 )
 
 // MaxReasonLength bounds a rejection's reason, in characters (the schema's bound of
@@ -89,12 +91,7 @@ func Decide(policy v1alpha1.Approval, current, previous *v1alpha1.EnvironmentSta
 			revision, env, rec.PolicyMet.UTC().Format(time.RFC3339), strings.Join(approverNames(rec), ", "))
 	}
 	if i := slices.IndexFunc(rec.Approvers, func(a v1alpha1.Approver) bool { return a.Name == who.Name }); i >= 0 {
-		machine := ""
-		if who.Signed {
-			machine = " (every request signed with one key is one machine approver)"
-		}
-		return nil, fail(http.StatusConflict, "%s approved revision %s of environment %q already, at %s%s: the policy needs %d distinct approvers, it has %d",
-			who.Name, revision, env, rec.Approvers[i].Time.UTC().Format(time.RFC3339), machine, need, len(rec.Approvers))
+		return nil, fail(http.StatusConflict, "%s", approvedAlready(env, rec, i, who, need))
 	}
 	if policy.SeparationOfDuties && previous != nil && slices.Contains(approvedBy(previous, revision), who.Name) {
 		return nil, fail(http.StatusForbidden, "separation of duties (approval.separationOfDuties of environment %q): %s approved revision %s for the previous environment %q, so someone else must approve it here",
@@ -109,6 +106,46 @@ func Decide(policy v1alpha1.Approval, current, previous *v1alpha1.EnvironmentSta
 	}
 	return rec, nil
 }
+
+// approvedAlready says that who, the approver i of rec, approved rec's revision already: each
+// approver counts once, and every request signed with one key is the one machine approver.
+func approvedAlready(env string, rec *v1alpha1.ApprovalRecord, i int, who Identity, need int) string {
+	machine := ""
+	if who.Signed {
+		machine = " (every request signed with one key is one machine approver)"
+	}
+	msg := fmt.Sprintf("%s approved revision %s of environment %q already, at %s%s: the policy needs %d distinct approvers, it has %d",
+		who.Name, rec.Revision, env, rec.Approvers[i].Time.UTC().Format(time.RFC3339), machine, need, len(rec.Approvers))
+	if rec.PolicyMet != nil {
+		msg += fmt.Sprintf(", and was met at %s", rec.PolicyMet.UTC().Format(time.RFC3339))
+	}
+	return msg
+}
+
+// Repeated answers a signed request whose signature was accepted before (409). A signature
+// covers the method, the path, the timestamp (in seconds) and the body, so a second approval
+// signed with one key within the same second is that very request again, as a replay is: it
+// is answered with what the first recorded, which rec (the environment's approval record)
+// and rejections hold. Who approved the revision already is told so, as Decide tells a second
+// signed approval in another second: one key is one machine approver. A revision rejected is
+// told so. Otherwise (the record was cleared since) the signature was used. It is pure.
+func Repeated(env, revision string, who Identity, rec *v1alpha1.ApprovalRecord, rejections []v1alpha1.RejectionRecord, need int) error {
+	const repeat = "; this request repeats that one: " + replayed
+	if rec != nil && rec.Revision == revision {
+		if i := slices.IndexFunc(rec.Approvers, func(a v1alpha1.Approver) bool { return a.Name == who.Name }); i >= 0 {
+			return fail(http.StatusConflict, "%s%s", approvedAlready(env, rec, i, who, need), repeat)
+		}
+	}
+	if r := rejection(rejections, revision); r != nil {
+		return fail(http.StatusConflict, "revision %s was rejected for environment %q already, by %s at %s (%s)%s",
+			revision, env, r.By, r.Time.UTC().Format(time.RFC3339), r.Reason, repeat)
+	}
+	return signatureError(signature.ErrReplayed)
+}
+
+// replayed is the words of signature.ErrReplayed that a repeated request's answer ends with,
+// so that whoever looks for them finds them.
+const replayed = "this signature was used already"
 
 // Rejection is what a rejection changes in an environment's status.
 type Rejection struct {

@@ -320,3 +320,62 @@ func refused(t *testing.T, err error, wantCode int, wantMsg string) bool {
 	}
 	return true
 }
+
+// A signed request sent again (two approvals signed with one key in the same second are one
+// request, as a replay is) is answered with what the first recorded: the machine approver
+// approved already, as Decide answers a second signed approval in another second, or the
+// revision was rejected; the signature was used when the status no longer says either.
+func TestRepeated(t *testing.T) {
+	machine := approval.SignedIdentity("prod-approvals")
+	met := metav1.NewTime(now)
+	rejected := []v1alpha1.RejectionRecord{{Revision: "1.0.3", By: "hmac:prod-approvals", Reason: "the canary failed", Time: earlier}}
+	metBy := func(rec *v1alpha1.ApprovalRecord) *v1alpha1.ApprovalRecord {
+		rec.PolicyMet, rec.Approver = &met, "hmac:prod-approvals"
+		return rec
+	}
+	tests := []struct {
+		name       string
+		rec        *v1alpha1.ApprovalRecord
+		rejections []v1alpha1.RejectionRecord
+		need       int
+		want       string
+	}{
+		{name: "the machine approved, one more needed", rec: waitingFor("1.0.3", "hmac:prod-approvals").Approval, need: 2,
+			want: `hmac:prod-approvals approved revision 1.0.3 of environment "prod" already, at 2026-03-25T11:00:00Z ` +
+				`(every request signed with one key is one machine approver): the policy needs 2 distinct approvers, it has 1; ` +
+				`this request repeats that one: this signature was used already`},
+		{name: "the machine met the policy", rec: metBy(waitingFor("1.0.3", "alice", "hmac:prod-approvals").Approval), need: 2,
+			want: `hmac:prod-approvals approved revision 1.0.3 of environment "prod" already, at 2026-03-25T11:00:00Z ` +
+				`(every request signed with one key is one machine approver): the policy needs 2 distinct approvers, it has 2, ` +
+				`and was met at 2026-03-25T12:00:00Z; this request repeats that one: this signature was used already`},
+		{name: "the machine rejected it", rejections: rejected,
+			want: `revision 1.0.3 was rejected for environment "prod" already, by hmac:prod-approvals at 2026-03-25T11:00:00Z (the canary failed); ` +
+				`this request repeats that one: this signature was used already`},
+		{name: "rejected after the machine approved it", rec: waitingFor("1.0.4", "hmac:prod-approvals").Approval, rejections: rejected, need: 2,
+			want: `revision 1.0.3 was rejected for environment "prod" already`},
+		{name: "the approval was cleared since", rec: waitingFor("1.0.3", "alice").Approval, need: 2,
+			want: "this signature was used already: sign every request anew"},
+		{name: "no record", need: 1, want: "this signature was used already: sign every request anew"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := approval.Repeated("prod", "1.0.3", machine, tt.rec, tt.rejections, tt.need)
+			refused(t, err, http.StatusConflict, tt.want)
+		})
+	}
+
+	// The first approval signed in a second is recorded; the second, in another second, is
+	// refused by Decide with the same words (without the repeat's).
+	policy := v1alpha1.Approval{SecretRef: key, MinApprovers: 2}
+	rec, err := approval.Decide(policy, waitingFor("1.0.3"), nil, machine, "1.0.3", earlier.Time)
+	if err != nil {
+		t.Fatal(err)
+	}
+	current := waitingFor("1.0.3")
+	current.Approval = rec
+	_, decided := approval.Decide(policy, current, nil, machine, "1.0.3", now)
+	repeated := approval.Repeated("prod", "1.0.3", machine, rec, nil, 2)
+	if decided == nil || repeated == nil || !strings.HasPrefix(repeated.Error(), decided.Error()+"; ") {
+		t.Errorf("Decide: %v\nRepeated: %v", decided, repeated)
+	}
+}

@@ -232,18 +232,22 @@ func TestReplayIsRefusedByEveryReplica(t *testing.T) {
 	g.Expect(used).To(HaveLen(1))
 	g.Expect(used[0].Expires.Time).To(BeTemporally(">=", signedAt.Add(signature.Window).Truncate(time.Second)))
 
-	// The very same request to the other replica, and to one started now.
+	// The very same request to the other replica, and to one started now: refused, with
+	// what it recorded.
+	repeated := "(every request signed with one key is one machine approver): the policy needs 1 distinct approvers, it has 1, and was met at "
 	var code int
 	var msg string
 	g.Eventually(func() int { code, msg = send(t, b, req, signedAt); return code }).WithTimeout(waitTimeout).
 		ShouldNot(Equal(http.StatusNotFound))
 	g.Expect(code).To(Equal(http.StatusConflict))
-	g.Expect(msg).To(ContainSubstring(signature.ErrReplayed.Error()))
+	g.Expect(msg).To(ContainSubstring(repeated))
+	g.Expect(msg).To(HaveSuffix("; this request repeats that one: this signature was used already"))
 	restarted := startReplica(t, "")
 	g.Eventually(func() int { code, msg = send(t, restarted, req, signedAt); return code }).WithTimeout(waitTimeout).
 		ShouldNot(Equal(http.StatusNotFound))
 	g.Expect(code).To(Equal(http.StatusConflict))
-	g.Expect(msg).To(ContainSubstring(signature.ErrReplayed.Error()))
+	g.Expect(msg).To(ContainSubstring(repeated))
+	g.Expect(usedSignatures(t, p)).To(HaveLen(1), "a repeat records nothing")
 
 	// prod waits for 3: one signature sent to both replicas at once is accepted once.
 	wait(t, p, "3")
@@ -257,6 +261,52 @@ func TestReplayIsRefusedByEveryReplica(t *testing.T) {
 	wg.Wait()
 	g.Expect(codes).To(ConsistOf(http.StatusOK, http.StatusConflict), "one replica accepts, the other refuses")
 	g.Expect(usedSignatures(t, p)).To(HaveLen(2), "both signatures are within the window")
+}
+
+// Two approvals signed with one key in the same second carry one signature: the second is
+// the first again. To the replica that recorded the first, and to another, it is answered as a
+// second signed approval in another second is, with the same words: the one machine approver
+// approved already and the policy needs another. Before, it answered only that the signature
+// was used. The replica that recorded the first answers without reading anything.
+func TestSignedApprovalsInOneSecond(t *testing.T) {
+	g := NewWithT(t)
+	key := []byte("prod approval key")
+	p := setup(t, key, "2", func(p *v1alpha1.Pipeline) { p.Spec.Environments[1].Approval.MinApprovers = 2 })
+	a, b := startReplica(t, ""), startReplica(t, "")
+	req := approval.Request{Namespace: p.Namespace, Pipeline: p.Name, Environment: "prod", Revision: "2", Key: key}
+	signedAt := time.Now()
+	g.Eventually(func() int { code, _ := send(t, a, req, signedAt); return code }).WithTimeout(waitTimeout).
+		Should(Equal(http.StatusOK))
+	keys, gets := a.keys.reads.Load(), a.live.gets.Load()
+	approved := func() *v1alpha1.ApprovalRecord {
+		var got v1alpha1.Pipeline
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), &got)).To(Succeed())
+		return got.Status.Environments[1].Approval
+	}
+	first := approved()
+	g.Expect(first.Approvers).To(HaveLen(1))
+	machine := `hmac:approvals approved revision 2 of environment "prod" already, at ` + first.Approvers[0].Time.UTC().Format(time.RFC3339) +
+		" (every request signed with one key is one machine approver): the policy needs 2 distinct approvers, it has 1"
+	code, msg := send(t, a, req, signedAt)
+	g.Expect(code).To(Equal(http.StatusConflict))
+	g.Expect(msg).To(Equal(machine + "; this request repeats that one: this signature was used already"))
+	g.Expect(a.keys.reads.Load()).To(Equal(keys), "the repeat read the key")
+	g.Expect(a.live.gets.Load()).To(Equal(gets), "the repeat read the pipeline")
+
+	g.Eventually(func() int { code, msg = send(t, b, req, signedAt); return code }).WithTimeout(waitTimeout).
+		ShouldNot(Equal(http.StatusNotFound))
+	g.Expect(code).To(Equal(http.StatusConflict))
+	g.Expect(msg).To(Equal(machine + "; this request repeats that one: this signature was used already"))
+
+	// In another second, another signature: Decide's refusal, the same words.
+	code, msg = send(t, a, req, signedAt.Add(time.Second))
+	g.Expect(code).To(Equal(http.StatusConflict))
+	g.Expect(msg).To(Equal(machine))
+
+	rec := approved()
+	g.Expect(rec.Approvers).To(Equal(first.Approvers))
+	g.Expect(rec.PolicyMet).To(BeNil())
+	g.Expect(rec.UsedSignatures).To(HaveLen(1), "only the first approval's signature is recorded")
 }
 
 // Nothing is read from the API server for a signed request whose signature does not check
