@@ -290,35 +290,65 @@ prints the OpenShift release-controller's ChangeLog JSON.`,
 }
 
 func newPayloadVerifyCommand() *cobra.Command {
-	var keyFile, storeURL, platform string
+	var (
+		keyRef, storeURL, platform, format string
+		predicateTypes                     []string
+	)
 	cmd := &cobra.Command{
-		Use:   "verify PULLSPEC --key FILE --store URL [--platform OS/ARCH]",
+		Use:   "verify PULLSPEC --key FILE|URL [--format openpgp|sigstore|attestation] [--store URL] [--platform OS/ARCH]",
 		Short: "Check that a payload image is signed by a trusted key",
-		Long: `Check the simple signing signatures of a payload image: PULLSPEC (by tag, resolved through
-the registry, or by digest) is verified when at least one signature of its manifest digest in
---store was made by a key of --key (ASCII-armored public keys) and names that digest and
-PULLSPEC's repository. --store is a signature store URL (file:///path, s3://, gs://,
-azblob://) or the base URL of a signatures server (http://127.0.0.1:8080/signatures). The error
-says why each signature does not count. Of a payload built for platforms, --platform verifies
-the platform's image (the signature a consumer that pulls that platform meets) instead of the
-image index; both are signed.`,
+		Long: `Check the signatures of a payload image. PULLSPEC is by digest, or by tag: a tag is resolved
+to its digest through the registry first (said on stderr) and that digest is verified. --key is
+a file or an http(s) URL (the server serves its keys at /signatures/pubkey.asc and
+/signatures/cosign.pub).
+
+--format openpgp (the default) checks the simple signing signatures: PULLSPEC is verified when
+at least one signature of its manifest digest in --store was made by a key of --key
+(ASCII-armored public keys) and names that digest and PULLSPEC's repository. --store is a
+signature store URL (file:///path, s3://, gs://, azblob://) or the base URL of a signatures
+server (http://127.0.0.1:8080/signatures).
+
+--format sigstore checks the Sigstore signatures attached to the image in its registry (the
+sha256-<hex>.sig tag and Sigstore bundles among its referrers), as cosign verify does, with the
+PEM public key --key (the server's cosign.pub); it prints a line for each valid signature.
+
+--format attestation checks the signed in-toto attestations attached to the image: each
+--predicate-type (default: the SLSA provenance, the test results and the verification summary)
+must have one made by --key; it prints each one found, and the verification summary's
+verificationResult.
+
+The error says why each signature does not count. Of a payload built for platforms, --platform
+verifies the platform's image (the one a consumer that pulls that platform meets) instead of
+the image index; both are signed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			plan, err := planVerify(format, storeURL, predicateTypes)
+			if err != nil {
+				return err
+			}
 			if err := checkPlatformFlag(platform); err != nil {
 				return err
 			}
-			armored, err := os.ReadFile(keyFile)
+			ctx := cmd.Context()
+			keyData, err := readKey(ctx, keyRef)
 			if err != nil {
-				return fmt.Errorf("reading --key: %w", err)
+				return err
 			}
-			keyring, err := signing.ParsePublicKeys(armored)
+			reg := registryclient.New()
+			if plan.Format != formatOpenPGP {
+				image, err := resolveImage(ctx, reg, args[0], platform, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				return verifySigstore(ctx, cmd.OutOrStdout(), plan, image, keyData, keyRef, reg)
+			}
+			keyring, err := signing.ParsePublicKeys(keyData)
 			if err != nil {
-				return fmt.Errorf("--key %s: %w", keyFile, err)
+				return fmt.Errorf("--key %s: %w", keyRef, err)
 			}
 			if keyring.Len() == 0 {
-				return fmt.Errorf("--key %s holds no public key", keyFile)
+				return fmt.Errorf("--key %s holds no public key", keyRef)
 			}
-			ctx := cmd.Context()
 			source, err := signstore.OpenSource(ctx, storeURL)
 			if err != nil {
 				return err
@@ -327,7 +357,7 @@ image index; both are signed.`,
 			res, err := signing.VerifyPayload(ctx, args[0], signing.VerifyPayloadOptions{
 				Keyring:    keyring,
 				Signatures: source,
-				Registry:   registryclient.New(),
+				Registry:   reg,
 				Platform:   platform,
 			})
 			if err != nil {
@@ -339,11 +369,12 @@ image index; both are signed.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&keyFile, "key", "", "file of ASCII-armored public keys to trust")
-	f.StringVar(&storeURL, "store", "", "signature store URL or signatures server base URL")
+	f.StringVar(&format, "format", formatOpenPGP, "what to verify: openpgp (simple signing in a signature store), sigstore (signatures in the registry) or attestation (in-toto attestations in the registry)")
+	f.StringVar(&keyRef, "key", "", "the public keys to trust, a file or an http(s) URL: ASCII-armored OpenPGP keys for openpgp, a PEM public key (cosign.pub) for sigstore and attestation")
+	f.StringVar(&storeURL, "store", "", "for openpgp: signature store URL or signatures server base URL")
+	f.StringSliceVar(&predicateTypes, "predicate-type", nil, "for attestation: a predicate type that must be attested (repeatable; default: "+strings.Join(defaultPredicateTypes, ", ")+")")
 	f.StringVar(&platform, "platform", "", "of a payload built for platforms, verify the image of this platform (os/arch or os/arch/variant)")
 	_ = cmd.MarkFlagRequired("key")
-	_ = cmd.MarkFlagRequired("store")
 	return cmd
 }
 
