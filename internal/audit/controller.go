@@ -35,6 +35,7 @@ import (
 	"github.com/release-controller/release-controller/internal/registryclient"
 	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/signing"
+	"github.com/release-controller/release-controller/internal/signing/cosign"
 	signstore "github.com/release-controller/release-controller/internal/signing/store"
 	"github.com/release-controller/release-controller/internal/verdict"
 	"github.com/release-controller/release-controller/internal/version"
@@ -67,6 +68,15 @@ const (
 	SecretKeyPublic = "public.asc"
 )
 
+// Secret keys of the Sigstore key Secret (as `cosign generate-key-pair k8s://` writes them).
+const (
+	// SecretKeyCosign holds the PEM private key: PKCS#8, EC, RSA, ed25519, or cosign's
+	// encrypted "ENCRYPTED SIGSTORE PRIVATE KEY".
+	SecretKeyCosign = "cosign.key"
+	// SecretKeyCosignPassword, optional, decrypts it.
+	SecretKeyCosignPassword = "cosign.password"
+)
+
 // Options configure the audit and signing of accepted payloads.
 type Options struct {
 	// Store receives audit records and signatures; nil: records are not stored and nothing
@@ -79,6 +89,14 @@ type Options struct {
 	Interval time.Duration
 	// KeyRetry is how soon a payload waiting for a usable key is retried (zero: DefaultKeyRetry).
 	KeyRetry time.Duration
+
+	// SigstoreKeySecret names the Secret holding the Sigstore key (SecretKeyCosign); with
+	// SigstoreKMSKey empty too, no Sigstore signature or attestation is attached. The public
+	// key is published beside the OpenPGP ones in Store, when there is one.
+	SigstoreKeySecret types.NamespacedName
+	// SigstoreKMSKey is the URI of a KMS key (cosign.LoadKMSSigner) that signs instead of the
+	// Secret's.
+	SigstoreKMSKey string
 }
 
 // Reconciler audits accepted payloads and signs the ones that pass.
@@ -98,6 +116,11 @@ type Reconciler struct {
 	mu         sync.Mutex
 	keyVersion string
 	signingKey *signing.Key
+	// The Sigstore signer of one version of its Secret (or of the KMS key), and whether its
+	// public key is published in the store yet.
+	sigstoreVersion   string
+	sigstoreSigner    *cosign.Signer
+	sigstorePublished bool
 }
 
 // The controller reads payloads from the cache and the signing key Secret directly; it
@@ -117,7 +140,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := r.Get(ctx, req.NamespacedName, &p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	step := Decide(&p, r.canSign())
+	step := Decide(&p, r.signers())
 	if step.Done() {
 		return ctrl.Result{}, nil
 	}
@@ -163,7 +186,8 @@ func admit(l *rate.Limiter, now time.Time) time.Duration {
 
 // failureConditions are the conditions that say err's failures: a failed audit is
 // PayloadAudited AuditError; a signature store that failed is PayloadSigned
-// SignatureStoreError, and, when it refused the audit record, PayloadAudited AuditError too.
+// SignatureStoreError, and, when it refused the audit record, PayloadAudited AuditError too; a
+// registry that failed the Sigstore signatures is PayloadSigstoreSigned RegistryError.
 func failureConditions(err error) []metav1.Condition {
 	var out []metav1.Condition
 	for _, f := range eventlog.Failures(err) {
@@ -174,18 +198,23 @@ func failureConditions(err error) []metav1.Condition {
 		if f.Reason == v1alpha1.ReasonSignatureStoreError {
 			out = append(out, StoreErrorCondition(cause))
 		}
+		if f.Reason == v1alpha1.ReasonRegistryError {
+			out = append(out, RegistryErrorCondition(cause))
+		}
 	}
 	return out
 }
 
 // The Events' actions.
 const (
-	actionAudit = "Audit"
-	actionSign  = "Sign"
+	actionAudit    = "Audit"
+	actionSign     = "Sign"
+	actionSigstore = "SigstoreSign"
 )
 
 // take runs step and sets the conditions of what it did in status; a failed step is returned
-// (eventlog.Step), and Reconcile's deferred function says it.
+// (eventlog.Step), and Reconcile's deferred function says it. The OpenPGP and the Sigstore
+// signatures are taken apart: one failing does not hold the other back.
 func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step Step, status *v1alpha1.ReleasePayloadStatus) (ctrl.Result, error) {
 	set := func(c metav1.Condition) {
 		c.ObservedGeneration = p.Generation
@@ -194,7 +223,9 @@ func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step 
 	}
 	if step.AuditFailed {
 		set(NotSignedAuditFailedCondition())
-		return ctrl.Result{}, nil
+	}
+	if step.SigstoreAuditFailed {
+		set(SigstoreAuditFailedCondition())
 	}
 	if step.Audit {
 		rec, err := r.audit(ctx, p)
@@ -211,10 +242,27 @@ func (r *Reconciler) take(ctx context.Context, p *v1alpha1.ReleasePayload, step 
 		if !rec.Passed {
 			r.report.Warningf(ctx, p, nil, v1alpha1.ReasonAuditFailed, actionAudit, "%s", AuditedCondition(rec).Message)
 			set(NotSignedAuditFailedCondition())
+			if step.SigstoreSign {
+				set(SigstoreAuditFailedCondition())
+			}
 			return ctrl.Result{}, nil
 		}
 		r.report.Eventf(ctx, p, nil, v1alpha1.ReasonAuditPassed, actionAudit, "%s", AuditedCondition(rec).Message)
 	}
+	result, err := r.signOpenPGP(ctx, p, step, set)
+	if step.SigstoreSign {
+		sigstoreResult, sigstoreErr := r.signSigstore(ctx, p, set)
+		err = errors.Join(err, sigstoreErr)
+		if result.RequeueAfter == 0 || sigstoreResult.RequeueAfter > 0 && sigstoreResult.RequeueAfter < result.RequeueAfter {
+			result = sigstoreResult
+		}
+	}
+	return result, err
+}
+
+// signOpenPGP takes the OpenPGP part of step for the audited payload p: its signatures in the
+// store, or the condition saying why there are none.
+func (r *Reconciler) signOpenPGP(ctx context.Context, p *v1alpha1.ReleasePayload, step Step, set func(metav1.Condition)) (ctrl.Result, error) {
 	if step.NoKey {
 		set(NoKeyCondition("this controller has no signing key (--signing-key-secret) and signature store (--signature-store)"))
 		return ctrl.Result{}, nil
@@ -273,8 +321,12 @@ func Claims(p *v1alpha1.ReleasePayload, now time.Time) signing.Claims {
 	}
 }
 
-func (r *Reconciler) canSign() bool {
-	return r.Store != nil && r.KeySecret.Name != ""
+// signers are the formats the controller signs in.
+func (r *Reconciler) signers() Signers {
+	return Signers{
+		OpenPGP:  r.Store != nil && r.KeySecret.Name != "",
+		Sigstore: r.SigstoreKeySecret.Name != "" || r.SigstoreKMSKey != "",
+	}
 }
 
 // audit reads the payload back from the registry and evaluates it; it stores the record. An

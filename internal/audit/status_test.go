@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/release-controller/release-controller/api/v1alpha1"
+	"github.com/release-controller/release-controller/internal/attestation"
 	"github.com/release-controller/release-controller/internal/releaseimage"
 	"github.com/release-controller/release-controller/internal/verdict"
 	"github.com/release-controller/release-controller/internal/verdict/verdicttest"
@@ -153,30 +154,80 @@ func TestDecide(t *testing.T) {
 	noKey := cond(v1alpha1.ConditionPayloadSigned, metav1.ConditionFalse, v1alpha1.ReasonNoSigningKey)
 	storeError := cond(v1alpha1.ConditionPayloadSigned, metav1.ConditionFalse, v1alpha1.ReasonSignatureStoreError)
 	notSigned := cond(v1alpha1.ConditionPayloadSigned, metav1.ConditionFalse, v1alpha1.ReasonNotSignedAuditFailed)
+	sigstoreSigned := cond(v1alpha1.ConditionPayloadSigstoreSigned, metav1.ConditionTrue, v1alpha1.ReasonSigned)
+	sigstoreRegistry := cond(v1alpha1.ConditionPayloadSigstoreSigned, metav1.ConditionFalse, v1alpha1.ReasonRegistryError)
+	sigstoreNoKey := cond(v1alpha1.ConditionPayloadSigstoreSigned, metav1.ConditionFalse, v1alpha1.ReasonNoSigningKey)
+	sigstoreNotSigned := cond(v1alpha1.ConditionPayloadSigstoreSigned, metav1.ConditionFalse, v1alpha1.ReasonNotSignedAuditFailed)
+	openpgp := Signers{OpenPGP: true}
+	none := Signers{}
+	sigstore := Signers{Sigstore: true}
+	both := Signers{OpenPGP: true, Sigstore: true}
 	for _, tc := range []struct {
 		name    string
 		p       *v1alpha1.ReleasePayload
-		canSign bool
+		signers Signers
 		want    Step
 	}{
-		{"not accepted", withConditions(cond(v1alpha1.ConditionPayloadAccepted, metav1.ConditionFalse, v1alpha1.ReasonBlockingJobsPending)), true, Step{}},
-		{"rejected", withConditions(cond(v1alpha1.ConditionPayloadRejected, metav1.ConditionTrue, v1alpha1.ReasonPayloadRejected)), true, Step{}},
-		{"accepted, with a key", withConditions(accepted), true, Step{Audit: true, Sign: true}},
-		{"accepted, without a key", withConditions(accepted), false, Step{Audit: true, NoKey: true}},
-		{"audit could not run", withConditions(accepted, auditError), true, Step{Audit: true, Sign: true}},
-		{"audit failed", withConditions(accepted, failed), true, Step{AuditFailed: true}},
-		{"audit failed, recorded", withConditions(accepted, failed, notSigned), true, Step{}},
-		{"passed, signed", withConditions(accepted, passed, signed), true, Step{}},
-		{"passed, signed, key gone", withConditions(accepted, passed, signed), false, Step{}},
-		{"passed, store failed", withConditions(accepted, passed, storeError), true, Step{Sign: true}},
-		{"passed, store failed, key gone", withConditions(accepted, passed, storeError), false, Step{NoKey: true}},
-		{"passed, no key then", withConditions(accepted, passed, noKey), true, Step{Sign: true}},
-		{"passed, no key still", withConditions(accepted, passed, noKey), false, Step{}},
-		{"accepted by hand", verdicttest.HandWritten("ns", "nightly", "4.15.0", v1alpha1.PhaseAccepted), true, Step{}},
+		{"not accepted", withConditions(cond(v1alpha1.ConditionPayloadAccepted, metav1.ConditionFalse, v1alpha1.ReasonBlockingJobsPending)), both, Step{}},
+		{"rejected", withConditions(cond(v1alpha1.ConditionPayloadRejected, metav1.ConditionTrue, v1alpha1.ReasonPayloadRejected)), both, Step{}},
+		{"accepted, with a key", withConditions(accepted), openpgp, Step{Audit: true, Sign: true}},
+		{"accepted, without a key", withConditions(accepted), none, Step{Audit: true, NoKey: true}},
+		{"audit could not run", withConditions(accepted, auditError), openpgp, Step{Audit: true, Sign: true}},
+		{"audit failed", withConditions(accepted, failed), openpgp, Step{AuditFailed: true}},
+		{"audit failed, recorded", withConditions(accepted, failed, notSigned), openpgp, Step{}},
+		{"passed, signed", withConditions(accepted, passed, signed), openpgp, Step{}},
+		{"passed, signed, key gone", withConditions(accepted, passed, signed), none, Step{}},
+		{"passed, store failed", withConditions(accepted, passed, storeError), openpgp, Step{Sign: true}},
+		{"passed, store failed, key gone", withConditions(accepted, passed, storeError), none, Step{NoKey: true}},
+		{"passed, no key then", withConditions(accepted, passed, noKey), openpgp, Step{Sign: true}},
+		{"passed, no key still", withConditions(accepted, passed, noKey), none, Step{}},
+		{"accepted by hand", verdicttest.HandWritten("ns", "nightly", "4.15.0", v1alpha1.PhaseAccepted), both, Step{}},
+
+		// Sigstore, alone or beside OpenPGP: decided apart from the OpenPGP signature.
+		{"sigstore: accepted", withConditions(accepted), sigstore, Step{Audit: true, NoKey: true, SigstoreSign: true}},
+		{"both: accepted", withConditions(accepted), both, Step{Audit: true, Sign: true, SigstoreSign: true}},
+		{"both: audit could not run", withConditions(accepted, auditError, sigstoreRegistry), both, Step{Audit: true, Sign: true, SigstoreSign: true}},
+		{"sigstore: audit failed", withConditions(accepted, failed, notSigned), sigstore, Step{SigstoreAuditFailed: true}},
+		{"both: audit failed", withConditions(accepted, failed), both, Step{AuditFailed: true, SigstoreAuditFailed: true}},
+		{"both: audit failed, recorded", withConditions(accepted, failed, notSigned, sigstoreNotSigned), both, Step{}},
+		{"openpgp only: audit failed, no sigstore condition", withConditions(accepted, failed, notSigned), openpgp, Step{}},
+		{"both: openpgp signed, sigstore not yet", withConditions(accepted, passed, signed), both, Step{SigstoreSign: true}},
+		{"both: sigstore signed, openpgp store failed", withConditions(accepted, passed, storeError, sigstoreSigned), both, Step{Sign: true}},
+		{"both: done", withConditions(accepted, passed, signed, sigstoreSigned), both, Step{}},
+		{"sigstore: registry failed", withConditions(accepted, passed, noKey, sigstoreRegistry), sigstore, Step{SigstoreSign: true}},
+		{"sigstore: key unusable, retried", withConditions(accepted, passed, noKey, sigstoreNoKey), sigstore, Step{SigstoreSign: true}},
+		{"sigstore: signed, key gone", withConditions(accepted, passed, noKey, sigstoreSigned), none, Step{}},
+		{"sigstore configured later", withConditions(accepted, passed, noKey), sigstore, Step{SigstoreSign: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := Decide(tc.p, tc.canSign); got != tc.want {
+			if got := Decide(tc.p, tc.signers); got != tc.want {
 				t.Errorf("Decide = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSigstoreSignedCondition(t *testing.T) {
+	st := func(predicateType string) attestation.Statement { return attestation.Statement{PredicateType: predicateType} }
+	for _, tc := range []struct {
+		name       string
+		statements []attestation.Statement
+		want       string
+	}{
+		{"every kind", []attestation.Statement{st(attestation.PredicateSLSAProvenance), st(attestation.PredicateTestResult),
+			st(attestation.PredicateTestResult), st(attestation.PredicateTestResult), st(attestation.PredicateVerificationSummary)},
+			"signed by sha256:ab: signature and 5 attestations (slsaprovenance1, test-result ×3, verification-summary)"},
+		{"one test result", []attestation.Statement{st(attestation.PredicateSLSAProvenance), st(attestation.PredicateTestResult), st(attestation.PredicateVerificationSummary)},
+			"signed by sha256:ab: signature and 3 attestations (slsaprovenance1, test-result, verification-summary)"},
+		{"no verifications", []attestation.Statement{st(attestation.PredicateSLSAProvenance), st(attestation.PredicateVerificationSummary)},
+			"signed by sha256:ab: signature and 2 attestations (slsaprovenance1, verification-summary)"},
+		{"one", []attestation.Statement{st(attestation.PredicateSLSAProvenance)}, "signed by sha256:ab: signature and 1 attestation (slsaprovenance1)"},
+		{"another predicate", []attestation.Statement{st("https://example.com/p/v1")}, "signed by sha256:ab: signature and 1 attestation (https://example.com/p/v1)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := SigstoreSignedCondition("sha256:ab", tc.statements)
+			if c.Type != v1alpha1.ConditionPayloadSigstoreSigned || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonSigned || c.Message != tc.want {
+				t.Errorf("condition = %+v, want message %q", c, tc.want)
 			}
 		})
 	}
@@ -195,5 +246,12 @@ func TestConditions(t *testing.T) {
 	}
 	if c := AuditErrorCondition(errors.New("registry down")); c.Reason != v1alpha1.ReasonAuditError || c.Status != metav1.ConditionFalse {
 		t.Errorf("audit error: %+v", c)
+	}
+	if c := RegistryErrorCondition(errors.New("502 Bad Gateway")); c.Type != v1alpha1.ConditionPayloadSigstoreSigned || c.Reason != v1alpha1.ReasonRegistryError ||
+		c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "502 Bad Gateway") {
+		t.Errorf("registry error: %+v", c)
+	}
+	if c := SigstoreNoKeyCondition("the Secret ns/k has no cosign.key"); c.Reason != v1alpha1.ReasonNoSigningKey || !strings.Contains(c.Message, "no cosign.key") {
+		t.Errorf("sigstore no key: %+v", c)
 	}
 }
