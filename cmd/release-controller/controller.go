@@ -147,11 +147,15 @@ type signerFlags struct {
 	store, keySecret string
 	burst            int
 	interval         time.Duration
+	// The Sigstore key: a Secret, or a KMS URI.
+	sigstoreKeySecret, sigstoreKMSKey string
 }
 
 func (s *signerFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&s.store, "signature-store", "", "where audit records and signatures go, a gocloud.dev blob URL: file:///path, s3://bucket?region=..., gs://bucket, azblob://container (prefix=dir/ keeps them in a folder); empty: audit records are not kept and nothing is signed")
 	f.StringVar(&s.keySecret, "signing-key-secret", "", "NAMESPACE/NAME (or NAME, in the controller's namespace) of the Secret whose "+audit.SecretKeyPrivate+" is the armored OpenPGP key that signs audited payloads, with an optional "+audit.SecretKeyPassphrase+" and "+audit.SecretKeyPublic+" (more public keys to publish, such as retired ones); needs --signature-store")
+	f.StringVar(&s.sigstoreKeySecret, "sigstore-key-secret", "", "NAMESPACE/NAME (or NAME, in the controller's namespace) of the Secret whose "+audit.SecretKeyCosign+" is the PEM private key (as cosign generate-key-pair writes it, with an optional "+audit.SecretKeyCosignPassword+") that attaches Sigstore signatures and signed in-toto attestations to each audited payload's image in its registry (the .sig/.att tags and OCI referrers cosign, Kyverno and policy-controller verify); independent of --signing-key-secret; its public key is published as cosign.pub in --signature-store, when set")
+	f.StringVar(&s.sigstoreKMSKey, "sigstore-kms-key", "", "URI of a KMS key that attaches the Sigstore signatures instead of --sigstore-key-secret's, e.g. awskms:///arn:..., gcpkms://projects/.../cryptoKeyVersions/1, azurekms://..., hashivault://KEY (the sigstore libraries' KMS URIs)")
 	f.IntVar(&s.burst, "audit-burst", audit.DefaultBurst, "audit at most this many accepted payloads per --audit-interval")
 	f.DurationVar(&s.interval, "audit-interval", audit.DefaultInterval, "see --audit-burst")
 }
@@ -166,17 +170,22 @@ func (s *signerFlags) options(ctx context.Context) (audit.Options, error) {
 		if s.store == "" {
 			return opts, errors.New("--signing-key-secret needs --signature-store: signatures have to be stored somewhere")
 		}
-		namespace, name, found := strings.Cut(s.keySecret, "/")
-		if !found {
-			namespace, name = "", s.keySecret
-			if pod, inPod := manager.OwnPod(); inPod {
-				namespace = pod.Namespace
-			}
+		var err error
+		if opts.KeySecret, err = secretRef("--signing-key-secret", s.keySecret); err != nil {
+			return opts, err
 		}
-		if errs := validation.IsDNS1123Subdomain(name); name == "" || len(errs) > 0 || namespace == "" {
-			return opts, fmt.Errorf("--signing-key-secret %q: want NAMESPACE/NAME (NAME alone only in a pod)", s.keySecret)
+	}
+	switch {
+	case s.sigstoreKeySecret != "" && s.sigstoreKMSKey != "":
+		return opts, errors.New("--sigstore-key-secret and --sigstore-kms-key both name a Sigstore key: give one")
+	case s.sigstoreKeySecret != "":
+		var err error
+		if opts.SigstoreKeySecret, err = secretRef("--sigstore-key-secret", s.sigstoreKeySecret); err != nil {
+			return opts, err
 		}
-		opts.KeySecret = types.NamespacedName{Namespace: namespace, Name: name}
+	case s.sigstoreKMSKey != "":
+		// Checked when the key is first loaded, with the KMS's answer in the condition.
+		opts.SigstoreKMSKey = s.sigstoreKMSKey
 	}
 	if s.store != "" {
 		store, err := signstore.Open(ctx, s.store)
@@ -186,6 +195,21 @@ func (s *signerFlags) options(ctx context.Context) (audit.Options, error) {
 		opts.Store = store
 	}
 	return opts, nil
+}
+
+// secretRef reads flag's value, NAMESPACE/NAME, or NAME in the pod's namespace.
+func secretRef(flag, value string) (types.NamespacedName, error) {
+	namespace, name, found := strings.Cut(value, "/")
+	if !found {
+		namespace, name = "", value
+		if pod, inPod := manager.OwnPod(); inPod {
+			namespace = pod.Namespace
+		}
+	}
+	if errs := validation.IsDNS1123Subdomain(name); name == "" || len(errs) > 0 || namespace == "" || len(validation.IsDNS1123Label(namespace)) > 0 {
+		return types.NamespacedName{}, fmt.Errorf("%s %q: want NAMESPACE/NAME (NAME alone only in a pod)", flag, value)
+	}
+	return types.NamespacedName{Namespace: namespace, Name: name}, nil
 }
 
 // resolveBuildImage returns flag, or the image of the pod the controller runs in, read live
