@@ -206,7 +206,7 @@ func TestHelmChart(t *testing.T) {
 					"tls": []any{map[string]any{"secretName": "release-tls", "hosts": []any{"release.example.com"}}}},
 			},
 			"serviceMonitor": map[string]any{"enabled": true, "interval": "30s", "labels": map[string]any{"release": "prometheus"}},
-			"signing":        map[string]any{"store": "s3://release-signatures?region=eu-west-1", "keySecret": "signing-key"},
+			"signing":        map[string]any{"store": "s3://release-signatures?region=eu-west-1", "keySecret": "signing-key", "sigstoreKeySecret": "cosign-key"},
 			"webURL":         "https://release.example.com",
 		},
 		check: func(t *testing.T, objs []*unstructured.Unstructured) {
@@ -214,7 +214,7 @@ func TestHelmChart(t *testing.T) {
 			controller := deploys["ops-release-controller-controller"]
 			checkControllerArgs(t, controller, "--namespace=team-a,team-c", "--prowjob-namespace=prow", "--build-image="+repo+"-build:v2", "--build-service-account=ops-release-controller-build",
 				"--log-namespace=release-log", "--log-ttl=48h", "--log-max-entries=1000",
-				"--signature-store=s3://release-signatures?region=eu-west-1", "--signing-key-secret=signing-key", "--web-url=https://release.example.com")
+				"--signature-store=s3://release-signatures?region=eu-west-1", "--signing-key-secret=signing-key", "--sigstore-key-secret=cosign-key", "--web-url=https://release.example.com")
 			if args := deploys["ops-release-controller-api"].Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--signature-store=s3://release-signatures?region=eu-west-1") {
 				t.Errorf("api args %v lack the signature store", args)
 			}
@@ -300,6 +300,8 @@ func TestHelmChartRefusesBadValues(t *testing.T) {
 			wantErr: "watchNamespaces"},
 		{name: "bad digest", values: map[string]any{"image": map[string]any{"repository": "r", "digest": "latest"}},
 			wantErr: "digest"},
+		{name: "Sigstore KMS key that is no URI", values: map[string]any{"image": map[string]any{"repository": "r"}, "signing": map[string]any{"sigstoreKMSKey": "my-key"}},
+			wantErr: "sigstoreKMSKey"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := helmTemplate("rc", "rc", tc.values)
