@@ -170,7 +170,12 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return err
 	}
 	step("accepted payloads are audited and signed by key %s into %s", signingKey.ID(), filepath.Join(dataDir, SignaturesDir))
-	auditOpts, err := setUpSigning(ctx, direct, dataDir, armoredKey)
+	cosignSigner, cosignPEM, err := cosignKey(dataDir)
+	if err != nil {
+		return err
+	}
+	step("and get Sigstore signatures and attestations by key %s in the registry (public key %s)", cosignSigner.KeyID(), filepath.Join(dataDir, CosignPublicKeyFile))
+	auditOpts, err := setUpSigning(ctx, direct, dataDir, armoredKey, cosignPEM)
 	if err != nil {
 		return err
 	}
@@ -329,7 +334,30 @@ Accepted payloads are audited, then signed into %s (public key at http://%s/sign
 Check a payload's signature as a consumer would:
   release-controller payload verify %s/%s/release:TAG --key %s --store http://%s/signatures
 `, filepath.Join(dataDir, SignaturesDir), opts.Listen, st.RegistryAddr(), DemoNamespace, filepath.Join(dataDir, PublicKeyFile), opts.Listen)
+	PrintCosign(out, dataDir, opts.Listen)
 	fmt.Fprintf(out, "\nCtrl-C stops everything; the next start resumes from %s.\n\n", dataDir)
+}
+
+// PrintCosign says how to verify the Sigstore signature and attestations of the newest accepted
+// payload with cosign (make builds it as bin/cosign), which reads them from the registry, and
+// with this binary. The payload is the stream's latest accepted one, as the REST API names it.
+func PrintCosign(out io.Writer, dataDir, listen string) {
+	key := shellquote.Quote(filepath.Join(dataDir, CosignPublicKeyFile))
+	latest := LatestPullSpecCommand(listen)
+	fmt.Fprintf(out, `
+They also get a Sigstore signature and signed attestations in the registry (public key %s,
+also at http://%s/signatures/cosign.pub). Verify the newest accepted payload with cosign:
+  bin/cosign verify --key %s --insecure-ignore-tlog=true %s
+  bin/cosign verify-attestation --key %s --insecure-ignore-tlog=true --type slsaprovenance1 %s
+or with this binary (--format sigstore for the signature):
+  release-controller payload verify --format attestation --key %s %s
+`, key, listen, key, latest, key, latest, key, latest)
+}
+
+// LatestPullSpecCommand is a shell word that becomes the pull spec of the demo stream's newest
+// accepted payload, read from the REST API on listen.
+func LatestPullSpecCommand(listen string) string {
+	return fmt.Sprintf(`"$(curl -s 'http://%s/api/v1/releasestream/%s/latest?format=pullSpec')"`, listen, demo.StreamName)
 }
 
 // PrintUpdateService says how to read the demo's update service and declare a risk into it.
