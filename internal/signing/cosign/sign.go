@@ -277,7 +277,7 @@ func bundleAnnotations(predicateType string) map[string]string {
 // appendToTag adds layer to the attachments image at tag (desc, or a new OCI image when nil)
 // and writes it back.
 func appendToTag(tag name.Tag, desc *remote.Descriptor, layer mutate.Addendum, opts []remote.Option) error {
-	var base v1.Image = mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	if desc != nil {
 		img, err := desc.Image()
 		if err != nil {

@@ -15,8 +15,9 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
+
 	// Registers fakekms://, sigstore's in-process KMS for tests.
 	_ "github.com/sigstore/sigstore/pkg/signature/kms/fake"
 )
