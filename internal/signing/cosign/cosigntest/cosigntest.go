@@ -19,14 +19,14 @@ import (
 // `make test` builds first. The test fails (never skips) when it is missing.
 func Cosign(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("COSIGN"); p != "" {
-		return p
+	p := os.Getenv("COSIGN")
+	if p == "" {
+		_, file, _, ok := runtime.Caller(0)
+		if !ok {
+			t.Fatal("cosigntest: cannot locate the repository")
+		}
+		p = filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "bin", "cosign")
 	}
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cosigntest: cannot locate the repository")
-	}
-	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "bin", "cosign")
 	if _, err := os.Stat(p); err != nil {
 		t.Fatalf("no cosign CLI at %s (%v): run make bin/cosign, or set COSIGN", p, err)
 	}
