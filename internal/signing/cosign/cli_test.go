@@ -41,6 +41,18 @@ func TestCosignCLIVerifies(t *testing.T) {
 			if _, err := EnsureSigned(ctx, signedOnly, repo+":signed-only", key); err != nil {
 				t.Fatal(err)
 			}
+			// Our own verification agrees with cosign's (below): both layouts, and not another key.
+			if sigs, err := VerifySignatures(ctx, image, key.PublicKey()); err != nil || len(sigs) != 2 {
+				t.Fatalf("VerifySignatures: %v (%v), want the tag's and the referrer's", sigs, err)
+			}
+			for _, p := range []string{predicateSLSAProvenance, predicateTestResult, predicateVerificationSummary} {
+				if atts, err := VerifyAttestations(ctx, image, key.PublicKey(), p); err != nil || len(atts) != 2 {
+					t.Fatalf("VerifyAttestations %s: %d (%v), want the tag's and the referrer's", p, len(atts), err)
+				}
+			}
+			if _, err := VerifySignatures(ctx, image, other.PublicKey()); err == nil {
+				t.Fatal("VerifySignatures accepted another key")
+			}
 			dir := t.TempDir()
 			pub, otherPub := writePub(t, dir, "pub.pem", key), writePub(t, dir, "other.pem", other)
 
