@@ -12,6 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/random"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"github.com/release-controller/release-controller/internal/signing/cosign/cosigntest"
 )
 
@@ -135,4 +139,56 @@ func runCosign(t *testing.T, cosign, dir string, args ...string) string {
 func lastLine(out []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1]
+}
+
+// TestCosignCLIMultiPlatform signs an image index and each platform's image, as the caller
+// does for a multi-platform payload: cosign verifies the index and every platform by digest.
+func TestCosignCLIMultiPlatform(t *testing.T) {
+	ctx := context.Background()
+	cosign := cosigntest.Cosign(t)
+	reg := registries(t)[1] // the referrers tag: the harder case
+	repo := reg.host + "/product/release"
+	idx, err := random.Index(256, 1, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(repo + ":multi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.WriteIndex(tag, idx); err != nil {
+		t.Fatal(err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idxDigest, err := idx.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	images := []name.Digest{tag.Context().Digest(idxDigest.String())}
+	for _, m := range im.Manifests {
+		images = append(images, tag.Context().Digest(m.Digest.String()))
+	}
+	key := testSigner(t)
+	dir := t.TempDir()
+	pub := writePub(t, dir, "pub.pem", key)
+	for _, image := range images {
+		if _, err := EnsureSigned(ctx, image, repo+":multi", key); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := EnsureAttested(ctx, image, statements(t, image)[predicateSLSAProvenance], key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, image := range images {
+		for _, args := range [][]string{
+			{"verify", "--key", pub, "--insecure-ignore-tlog=true", image.String()},
+			{"verify", "--key", pub, "--insecure-ignore-tlog=true", "--new-bundle-format=false", image.String()},
+			{"verify-attestation", "--key", pub, "--insecure-ignore-tlog=true", "--type", "slsaprovenance1", image.String()},
+		} {
+			runCosign(t, cosign, dir, args...)
+		}
+	}
 }
