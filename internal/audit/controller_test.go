@@ -109,6 +109,17 @@ func handWrittenPayload(t *testing.T, ns string) *v1alpha1.ReleasePayload {
 
 func createPayload(t *testing.T, ns string, earned bool) *v1alpha1.ReleasePayload {
 	t.Helper()
+	var verifications []v1alpha1.Verification
+	if !earned {
+		verifications = []v1alpha1.Verification{{Name: "e2e", Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{}}}}
+	}
+	return createPayloadWith(t, ns, earned, verifications)
+}
+
+// createPayloadWith is createPayload with verifications configured; earned, each gets passing
+// runs (verdicttest.Earn).
+func createPayloadWith(t *testing.T, ns string, earned bool, verifications []v1alpha1.Verification) *v1alpha1.ReleasePayload {
+	t.Helper()
 	created := time.Date(2026, 11, 23, 10, int(minute.Add(1)), 0, 0, time.UTC)
 	tag := "4.15.0-0.nightly-" + created.Format("2006-01-02-150405")
 	repo := reg.Addr() + "/" + ns + "/release"
@@ -133,9 +144,7 @@ func createPayload(t *testing.T, ns string, earned bool) *v1alpha1.ReleasePayloa
 			PayloadCreationConfig: v1alpha1.PayloadCreationConfig{Repository: repo},
 		},
 	}
-	if !earned {
-		p.Spec.PayloadVerificationConfig.Verifications = []v1alpha1.Verification{{Name: "e2e", Job: &v1alpha1.JobBackend{Template: batchv1.JobTemplateSpec{}}}}
-	}
+	p.Spec.PayloadVerificationConfig.Verifications = verifications
 	ctx := context.Background()
 	if err := env.Client.Create(ctx, p); err != nil {
 		t.Fatal(err)
