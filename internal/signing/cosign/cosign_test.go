@@ -5,11 +5,16 @@ import (
 	"context"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/static"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/release-controller/release-controller/internal/signing/cosign/cosigntest"
 )
@@ -209,4 +214,82 @@ func sortedKeys(m map[string][]byte) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// TestHostileAttachments: what a registry hands back is bounded and checked, and garbage beside
+// our attachments neither breaks signing nor verifies.
+func TestHostileAttachments(t *testing.T) {
+	ctx := context.Background()
+	reg := registries(t)[0]
+	repo := reg.host + "/product/release"
+	key := testSigner(t)
+
+	// More layers in the .sig tag than a signature image has.
+	crowded := cosigntest.PushRandom(t, repo+":crowded")
+	sigTag, err := attachmentTag(crowded, "sig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds []mutate.Addendum
+	for i := range maxLayers + 1 {
+		adds = append(adds, mutate.Addendum{Layer: static.NewLayer([]byte(strconv.Itoa(i)), SimpleSigningMediaType)})
+	}
+	pushAttachments(t, sigTag, adds...)
+	if _, err := EnsureSigned(ctx, crowded, repo+":crowded", key); err == nil || !strings.Contains(err.Error(), "257 layers, more than 256") {
+		t.Errorf("a crowded .sig tag: %v", err)
+	}
+	if _, err := VerifySignatures(ctx, crowded, key.PublicKey()); err == nil || !strings.Contains(err.Error(), "more than 256") {
+		t.Errorf("a crowded .sig tag: %v", err)
+	}
+
+	// A layer larger than any statement.
+	large := cosigntest.PushRandom(t, repo+":large")
+	attTag, err := attachmentTag(large, "att")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushAttachments(t, attTag, mutate.Addendum{Layer: static.NewLayer(bytes.Repeat([]byte("x"), maxLayerBytes+1), DSSEMediaType)})
+	if _, err := VerifyAttestations(ctx, large, key.PublicKey(), ""); err == nil || !strings.Contains(err.Error(), "more than 4194304") {
+		t.Errorf("a large .att layer: %v", err)
+	}
+
+	// Garbage where signatures go: a payload signed by nobody, a bundle that is not one.
+	junk := cosigntest.PushRandom(t, repo+":junk")
+	junkTag, err := attachmentTag(junk, "sig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushAttachments(t, junkTag, mutate.Addendum{
+		Layer:       static.NewLayer([]byte(`{"critical":{}}`), SimpleSigningMediaType),
+		Annotations: map[string]string{signatureAnnotation: "bm90IGEgc2lnbmF0dXJl"},
+	})
+	subject, err := remote.Head(junk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writeReferrer(junk, *subject, []byte("not a bundle"), bundleAnnotations(SignPredicateType), nil); err != nil {
+		t.Fatal(err)
+	}
+	_, err = VerifySignatures(ctx, junk, key.PublicKey())
+	if err == nil || !strings.Contains(err.Error(), "none of the 2 signature(s)") || !strings.Contains(err.Error(), "bundle:") {
+		t.Errorf("junk: %v", err)
+	}
+	if created, err := EnsureSigned(ctx, junk, repo+":junk", key); err != nil || !created {
+		t.Fatalf("signing beside junk: %v %v", created, err)
+	}
+	if sigs, err := VerifySignatures(ctx, junk, key.PublicKey()); err != nil || len(sigs) != 2 {
+		t.Errorf("beside junk: %v (%v), want ours in the tag and as a referrer", sigs, err)
+	}
+}
+
+// pushAttachments writes an attachments image of adds at tag, as another tool might.
+func pushAttachments(t *testing.T, tag name.Tag, adds ...mutate.Addendum) {
+	t.Helper()
+	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), adds...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := remote.Write(tag, img); err != nil {
+		t.Fatal(err)
+	}
 }

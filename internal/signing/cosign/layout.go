@@ -94,6 +94,9 @@ func readTagImage(tag name.Tag, opts []remote.Option) (*remote.Descriptor, []att
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading %s: %w", tag, err)
 	}
+	if len(desc.Manifest) > maxManifestBytes { // the registry's HEAD said otherwise
+		return nil, nil, fmt.Errorf("%s: a manifest of %d bytes, more than %d", tag, len(desc.Manifest), maxManifestBytes)
+	}
 	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", tag, err)
@@ -186,6 +189,9 @@ func readReferrerBundles(image name.Digest, predicateType string, opts []remote.
 		desc, err := remote.Get(image.Repository.Digest(d.Digest.String()), opts...)
 		if err != nil {
 			return nil, fmt.Errorf("referrer %s of %s: %w", d.Digest, image, err)
+		}
+		if len(desc.Manifest) > maxManifestBytes {
+			return nil, fmt.Errorf("referrer %s of %s: a manifest of %d bytes, more than %d", d.Digest, image, len(desc.Manifest), maxManifestBytes)
 		}
 		m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
 		if err != nil {
