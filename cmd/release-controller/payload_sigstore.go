@@ -164,7 +164,8 @@ func publicKeyID(pub crypto.PublicKey) (string, error) {
 
 // verifySigstore verifies the Sigstore signatures (--format sigstore) or attestations
 // (--format attestation) of image with the PEM public key pemKey and prints a line for each
-// one verified.
+// one verified (one of each signature or attestation where it was found: the tag and the
+// referrers).
 func verifySigstore(ctx context.Context, out io.Writer, plan verifyPlan, image name.Digest, pemKey []byte, keyRef string, reg *registryclient.Client) error {
 	pub, err := cosign.ParsePublicKey(pemKey)
 	if err != nil {
@@ -193,12 +194,12 @@ func verifySigstore(ctx context.Context, out io.Writer, plan verifyPlan, image n
 		}
 		for _, a := range atts {
 			line := fmt.Sprintf("verified: %s attestation %s signed by %s (%s)", image, a.PredicateType, keyID, a.Where)
-			if a.PredicateType == attestation.PredicateVerificationSummary {
-				result, err := verificationResult(a.Statement)
-				if err != nil {
-					return fmt.Errorf("%s: attestation %s: %w", image, a.PredicateType, err)
-				}
-				line += ": verificationResult " + result
+			summary, err := attestationSummary(a.PredicateType, a.Statement)
+			if err != nil {
+				return fmt.Errorf("%s: attestation %s: %w", image, a.PredicateType, err)
+			}
+			if summary != "" {
+				line += ": " + summary
 			}
 			if _, err := fmt.Fprintln(out, line); err != nil {
 				return err
@@ -208,18 +209,36 @@ func verifySigstore(ctx context.Context, out io.Writer, plan verifyPlan, image n
 	return nil
 }
 
-// verificationResult is the verificationResult of a verification summary statement.
-func verificationResult(statement []byte) (string, error) {
+// attestationSummary is what a line of --format attestation adds about a statement: the
+// verification summary's verificationResult, a test result's verification and result; nothing
+// for other predicates. A summary or test result without them is an error: it says nothing.
+func attestationSummary(predicateType string, statement []byte) (string, error) {
 	var s struct {
 		Predicate struct {
 			VerificationResult string `json:"verificationResult"`
+			Result             string `json:"result"`
+			Configuration      []struct {
+				Name string `json:"name"`
+			} `json:"configuration"`
 		} `json:"predicate"`
+	}
+	switch predicateType {
+	case attestation.PredicateVerificationSummary, attestation.PredicateTestResult:
+	default:
+		return "", nil
 	}
 	if err := json.Unmarshal(statement, &s); err != nil {
 		return "", fmt.Errorf("reading the statement: %w", err)
 	}
-	if s.Predicate.VerificationResult == "" {
-		return "", fmt.Errorf("the verification summary has no verificationResult")
+	p := s.Predicate
+	if predicateType == attestation.PredicateVerificationSummary {
+		if p.VerificationResult == "" {
+			return "", fmt.Errorf("the verification summary has no verificationResult")
+		}
+		return "verificationResult " + p.VerificationResult, nil
 	}
-	return s.Predicate.VerificationResult, nil
+	if p.Result == "" || len(p.Configuration) == 0 || p.Configuration[0].Name == "" {
+		return "", fmt.Errorf("the test result names no verification or no result")
+	}
+	return "verification " + p.Configuration[0].Name + " " + p.Result, nil
 }

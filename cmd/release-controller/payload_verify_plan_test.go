@@ -55,25 +55,31 @@ func TestPlanVerify(t *testing.T) {
 	}
 }
 
-func TestVerificationResult(t *testing.T) {
+func TestAttestationSummary(t *testing.T) {
+	vsa, tr := attestation.PredicateVerificationSummary, attestation.PredicateTestResult
 	for _, tc := range []struct {
-		name, statement, want, wantErr string
+		name, predicateType, statement, want, wantErr string
 	}{
-		{"passed", `{"_type":"https://in-toto.io/Statement/v1","predicateType":"https://slsa.dev/verification_summary/v1","predicate":{"verificationResult":"PASSED","verifier":{"id":"x"}}}`, "PASSED", ""},
-		{"failed", `{"predicate":{"verificationResult":"FAILED"}}`, "FAILED", ""},
-		{"no result", `{"predicate":{"verifier":{"id":"x"}}}`, "", "has no verificationResult"},
-		{"not JSON", `not json`, "", "reading the statement"},
+		{"summary passed", vsa, `{"_type":"https://in-toto.io/Statement/v1","predicateType":"https://slsa.dev/verification_summary/v1","predicate":{"verificationResult":"PASSED","verifier":{"id":"x"}}}`, "verificationResult PASSED", ""},
+		{"summary failed", vsa, `{"predicate":{"verificationResult":"FAILED"}}`, "verificationResult FAILED", ""},
+		{"summary without a result", vsa, `{"predicate":{"verifier":{"id":"x"}}}`, "", "has no verificationResult"},
+		{"test result", tr, `{"predicate":{"configuration":[{"name":"e2e","annotations":{"type":"Blocking"}},{"name":"team/e2e-1"}],"result":"WARNED"}}`, "verification e2e WARNED", ""},
+		{"test result without a verification", tr, `{"predicate":{"configuration":[],"result":"PASSED"}}`, "", "names no verification or no result"},
+		{"test result without a result", tr, `{"predicate":{"configuration":[{"name":"e2e"}]}}`, "", "names no verification or no result"},
+		{"provenance: nothing to add", attestation.PredicateSLSAProvenance, `{"predicate":{}}`, "", ""},
+		{"another predicate, not even read", "https://example.com/other/v1", `not json`, "", ""},
+		{"not JSON", vsa, `not json`, "", "reading the statement"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := verificationResult([]byte(tc.statement))
+			got, err := attestationSummary(tc.predicateType, []byte(tc.statement))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("verificationResult = %q, %v; want an error with %q", got, err, tc.wantErr)
+					t.Fatalf("attestationSummary = %q, %v; want an error with %q", got, err, tc.wantErr)
 				}
 				return
 			}
 			if err != nil || got != tc.want {
-				t.Errorf("verificationResult = %q, %v; want %q", got, err, tc.want)
+				t.Errorf("attestationSummary = %q, %v; want %q", got, err, tc.want)
 			}
 		})
 	}

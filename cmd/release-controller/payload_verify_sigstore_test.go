@@ -175,7 +175,7 @@ func TestPayloadVerifySigstore(t *testing.T) {
 	}
 	var wantAll string
 	for _, where := range []string{"tag", "referrer"} {
-		wantAll += attested(attestation.PredicateSLSAProvenance, where, "") + attested(attestation.PredicateTestResult, where, "") +
+		wantAll += attested(attestation.PredicateSLSAProvenance, where, "") + attested(attestation.PredicateTestResult, where, ": verification e2e PASSED") +
 			attested(attestation.PredicateVerificationSummary, where, ": verificationResult PASSED")
 	}
 	out, err := run(t, "payload", "verify", release, "--format", "attestation", "--key", keyURL)
@@ -186,7 +186,7 @@ func TestPayloadVerifySigstore(t *testing.T) {
 		t.Errorf("payload verify --format attestation printed\n%s\nwant (in any order)\n%s", out, wantAll)
 	}
 	out, err = run(t, "payload", "verify", release, "--format", "attestation", "--key", keyFile, "--predicate-type", attestation.PredicateTestResult)
-	if want := attested(attestation.PredicateTestResult, "tag", "") + attested(attestation.PredicateTestResult, "referrer", ""); err != nil || !sameLines(out, want) {
+	if want := attested(attestation.PredicateTestResult, "tag", ": verification e2e PASSED") + attested(attestation.PredicateTestResult, "referrer", ": verification e2e PASSED"); err != nil || !sameLines(out, want) {
 		t.Errorf("payload verify --predicate-type test-result: %v\n%s\nwant\n%s", err, out, want)
 	}
 
