@@ -346,7 +346,8 @@ func PrintCosign(out io.Writer, dataDir, listen string) {
 	latest := LatestPullSpecCommand(listen)
 	fmt.Fprintf(out, `
 They also get a Sigstore signature and signed attestations in the registry (public key %s,
-also at http://%s/signatures/cosign.pub). Verify the newest accepted payload with cosign:
+also at http://%s/signatures/cosign.pub). Verify the newest accepted payload with cosign
+(make bin/cosign builds it, once):
   bin/cosign verify --key %s --insecure-ignore-tlog=true %s
   bin/cosign verify-attestation --key %s --insecure-ignore-tlog=true --type slsaprovenance1 %s
 or with this binary (--format sigstore for the signature):
