@@ -40,6 +40,7 @@ import (
 	"github.com/release-controller/release-controller/internal/audit"
 	"github.com/release-controller/release-controller/internal/devenv/registry"
 	"github.com/release-controller/release-controller/internal/signing"
+	"github.com/release-controller/release-controller/internal/signing/cosign"
 	"github.com/release-controller/release-controller/internal/testenv"
 )
 
@@ -648,11 +649,13 @@ func signingFlags(t testing.TB, dir *string) func(f *fleet) []string {
 // its place) while the fleet's payloads are accepted; the payloads say SignatureStoreError on
 // PayloadSigned (and AuditError on PayloadAudited: the audit record goes to the same store)
 // with the store's message, with a SignatureStoreError Event, and once the folder is back each
-// is signed exactly once.
+// is signed exactly once, in both formats: the Sigstore signatures and attestations wait for the
+// audit, whose record the store refused, and are then attached exactly once each.
 func TestFaultSignatureStore(t *testing.T) {
 	sc := scaleOf(t)
 	var store string
-	f, c := inFlight(t, sc, signingFlags(t, &store))
+	var signer *cosign.Signer
+	f, c := inFlight(t, sc, signingFlags(t, &store), sigstoreFlags(t, &signer))
 	from := c.mark()
 	away := store + ".away"
 	if err := os.Rename(store, away); err != nil {
@@ -694,13 +697,14 @@ func TestFaultSignatureStore(t *testing.T) {
 	errs, said := c.saidSince(from)
 	took := f.converge(t, c)
 	signed := f.waitSignedOnce(t, c, store)
+	sigstoreSigned := f.waitSigstoreOnce(t, c, signer)
 	signedAfter := time.Since(restored)
 	if len(events) == 0 {
 		t.Errorf("no %s Event said the store failed", v1alpha1.ReasonSignatureStoreError)
 	}
 	faultLine(t, "signature-store", "streams", sc.streams, "jobs", sc.jobs, "broken_s", restored.Sub(broken).Round(time.Second).Seconds(),
 		"payloads_saying_so", len(while), "events", len(events), "controller_errors", errs, "converge_s", took.Round(time.Second).Seconds(),
-		"signed_after_s", signedAfter.Round(time.Second).Seconds(), "signed_once", signed, "condition", strconv.Quote(condition), "said", strconv.Quote(strings.Join(said, " | ")))
+		"signed_after_s", signedAfter.Round(time.Second).Seconds(), "signed_once", signed, "sigstore_once", sigstoreSigned, "condition", strconv.Quote(condition), "said", strconv.Quote(strings.Join(said, " | ")))
 }
 
 // waitSignedOnce waits until every accepted payload of the fleet is signed, restarting the
@@ -727,14 +731,14 @@ func (f *fleet) waitSignedOnce(t testing.TB, c *faultController, store string) i
 	return len(signed)
 }
 
-// storeFailures lists the payloads whose PayloadAudited or PayloadSigned says the store
-// failed, as "tag: Type=Reason: message".
+// storeFailures lists the payloads whose PayloadAudited, PayloadSigned or
+// PayloadSigstoreSigned says the store or the registry failed, as "tag: Type=Reason: message".
 func storeFailures(s *snapshot) []string {
 	var out []string
 	for _, list := range s.payloads {
 		for _, p := range list {
 			for _, c := range p.Status.Conditions {
-				if c.Reason == v1alpha1.ReasonSignatureStoreError || c.Reason == v1alpha1.ReasonAuditError {
+				if c.Reason == v1alpha1.ReasonSignatureStoreError || c.Reason == v1alpha1.ReasonAuditError || c.Reason == v1alpha1.ReasonRegistryError {
 					out = append(out, fmt.Sprintf("%s: %s=%s: %s", p.Name, c.Type, c.Reason, c.Message))
 				}
 			}
@@ -794,8 +798,9 @@ func signaturesPerPayload(t testing.TB, store string, s *snapshot) (map[string]i
 // make faults, 20 s in go test) while half the fleet's payloads are built and the other half
 // build, and the built ones are accepted and audited. The streams' imports (every 2 s) fail
 // with ImportFailed Events naming the registry, the builds wait for it (payload build
-// --registry-wait), the audits say AuditError and retry; once it is back every payload is
-// built once, accepted, audited and signed once.
+// --registry-wait), the audits say AuditError (and the Sigstore signatures RegistryError) and
+// retry; once it is back every payload is built once, accepted, audited and signed once, with
+// exactly one Sigstore signature and one of each attestation in the registry.
 func TestFaultRegistryDown(t *testing.T) {
 	sc := scaleOf(t)
 	outage := 20 * time.Second
@@ -806,8 +811,9 @@ func TestFaultRegistryDown(t *testing.T) {
 		}
 	}
 	var store string
+	var signer *cosign.Signer
 	f := newFleetWith(t, sc.jobs)
-	c := startFaultController(t, f.logNS, signingFlags(t, &store)(f)...)
+	c := startFaultController(t, f.logNS, append(signingFlags(t, &store)(f), sigstoreFlags(t, &signer)(f)...)...)
 	f.addStreams(t, sc.streams, func(int) bool { return true })
 	waitFor(t, "half the payloads are built", convergeTimeout, nil, func(ctx context.Context) (bool, string, error) {
 		c.keepRunning()
@@ -848,6 +854,7 @@ func TestFaultRegistryDown(t *testing.T) {
 	errs, said := c.saidSince(from)
 	took := f.converge(t, c)
 	signed := f.waitSignedOnce(t, c, store)
+	sigstoreSigned := f.waitSigstoreOnce(t, c, signer)
 	signedAfter := time.Since(restored)
 	// Every stream imports every 2 s whatever else runs, so imports failed while the registry
 	// was down, even in the 20 s outage of go test; an audit may have run meanwhile or not.
@@ -860,5 +867,5 @@ func TestFaultRegistryDown(t *testing.T) {
 	}
 	faultLine(t, "registry-down", "streams", sc.streams, "jobs", sc.jobs, "down_s", restored.Sub(stopped).Round(time.Second).Seconds(),
 		"built_before", before.created(), "audit_errors", len(auditErrors), "import_failed_events", len(importErrors), "controller_errors", errs,
-		"converge_s", took.Round(time.Second).Seconds(), "signed_after_s", signedAfter.Round(time.Second).Seconds(), "signed_once", signed, "condition", strconv.Quote(first), "said", strconv.Quote(strings.Join(said, " | ")))
+		"converge_s", took.Round(time.Second).Seconds(), "signed_after_s", signedAfter.Round(time.Second).Seconds(), "signed_once", signed, "sigstore_once", sigstoreSigned, "condition", strconv.Quote(first), "said", strconv.Quote(strings.Join(said, " | ")))
 }
