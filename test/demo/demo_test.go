@@ -8,7 +8,9 @@
 // shipped alerts and dashboard name), holds it with a freeze, rejects a payload for prod and
 // sees a payload that fails dev's smoke check rolled back, on the pipeline's page too. It also checks what the demo's two platforms give a
 // consumer: an image index of both, a signature of each platform's image, a Cincinnati graph
-// per architecture, and a stream that refuses a component built for one platform only. The
+// per architecture, and a stream that refuses a component built for one platform only; and
+// that the cosign CLI, run as dev printed it, verifies the Sigstore signature and each
+// attestation of the newest accepted payload and refuses another key. The
 // REST API is read with a plain HTTP client to know when the demo is far enough along;
 // nothing waits for a fixed time.
 package demo
@@ -147,6 +149,7 @@ func TestDemoPagesInBrowser(t *testing.T) {
 	signedLine := testbrowser.Eval[string](t, ctx, `document.querySelector("p.signed").innerText`)
 	pullSpec := testbrowser.Eval[string](t, ctx, `document.getElementById("pullspec").innerText`)
 	checkSignature(t, dev, binary, pullSpec, signedLine)
+	checkSigstore(t, ctx, dev, binary, dataDir, pullSpec)
 	checkPlatforms(t, dev, base, binary, pullSpec, first, second, rejected)
 
 	// Compare: pick the first and the rejected payload in the selects.
