@@ -102,6 +102,8 @@ type Reconciler struct {
 	// whose observation-only status change waits to be written with the ones that follow.
 	written  statuswrite.Tracker[*v1alpha1.PipelineStatus]
 	deferred statuswrite.Window
+	// held is each pipeline's last status computed, with its times exact (StartFrom).
+	held heldStatuses
 }
 
 // The pipeline controller's access on the cluster it runs against: Pipelines and their status;
@@ -264,6 +266,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			r.pending.forget(req.NamespacedName)
 			r.written.Forget(req.NamespacedName)
 			r.deferred.Close(req.NamespacedName)
+			r.held.forget(req.NamespacedName)
 			_, err := r.Clusters.Sync(ctx, req.NamespacedName, nil, App{}, "")
 			return ctrl.Result{}, errors.Join(err, r.forgetVerification(ctx, req.NamespacedName))
 		}
@@ -279,9 +282,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{}, err
 	}
 	now := r.Clock.Now()
-	// The status as the API server has it, what a write is compared with; p's gets the
-	// promotions carried out that it does not show yet.
-	before := p.Status.DeepCopy()
+	// The status as the API server has it (with the exact times it stored to the second),
+	// what a write is compared with; p's is what this controller holds back of it, and gets
+	// the promotions carried out that it does not show yet.
+	start, before := StartFrom(&p.Status, p.ResourceVersion, r.held.get(req.NamespacedName))
+	p.Status = *start
 	r.pending.restore(req.NamespacedName, &p.Status)
 	var ps pass
 	defer func() {
@@ -390,10 +395,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.Pipeline, befo
 	key := client.ObjectKeyFromObject(p)
 	if equality.Semantic.DeepEqual(before, status) {
 		r.deferred.Close(key)
+		r.held.hold(key, heldStatus{Version: p.ResourceVersion, Status: status})
 		return ctrl.Result{RequeueAfter: ps.retry}, nil
 	}
 	if !ps.promoted && ObservationsOnly(before, status) {
 		if wait := ObservationWait(r.deferred.Open(key).First, now); wait > 0 {
+			r.held.hold(key, heldStatus{Version: p.ResourceVersion, Status: status, Deferred: true})
 			return ctrl.Result{RequeueAfter: wait}, nil
 		}
 	}
@@ -410,6 +417,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.Pipeline, befo
 	}
 	// The answer, the whole pipeline, replaced u.
 	r.written.Wrote(key, p.ResourceVersion, u.GetResourceVersion(), status)
+	r.held.hold(key, heldStatus{Version: u.GetResourceVersion(), Status: status})
 	r.deferred.Close(key)
 	if unreachableChanged(before.Conditions, status.Conditions) {
 		r.reportClusters(ctx, p, ps.obs.problems)

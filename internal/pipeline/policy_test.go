@@ -133,21 +133,31 @@ func TestSoakHoldsThenReleases(t *testing.T) {
 	clock.Step(time.Minute)
 	setImage(t, mgmt.Client, key.Namespace, "web", "2")
 	rollOut(t, mgmt.Client, key.Namespace, "web")
+	// dev at 2 and ready, and the soak that starts then, are observations: a reconcile that
+	// sees them first holds the write back ObservationDelay and asks to come back then, when
+	// the clock is moved on (only then).
 	var res ctrl.Result
 	var p *v1alpha1.Pipeline
+	seen := clock.Now()
 	g.Eventually(func(g Gomega) {
 		res, p = pass(g)
+		if res.RequeueAfter > 0 && res.RequeueAfter <= pipeline.ObservationDelay {
+			clock.Step(res.RequeueAfter)
+			res, p = pass(g)
+		}
 		g.Expect(revisions(p)).To(Equal([]string{"2", "1"}))
+		g.Expect(envStatus(p, "dev").Ready).To(BeTrue())
 	}).WithTimeout(waitTimeout).WithPolling(100 * time.Millisecond).Should(Succeed())
-	start := clock.Now()
 	dev := envStatus(p, "dev")
-	g.Expect(dev.ReadySince.Time).To(BeTemporally("==", start))
+	start := dev.ReadySince.Time
+	g.Expect(start).To(BeTemporally(">=", seen), "the soak starts when dev was seen ready")
+	g.Expect(start).To(BeTemporally("<", clock.Now()), "held back, then written")
 	g.Expect(dev.SoakUntil.Time).To(BeTemporally("==", start.Add(time.Hour)))
-	g.Expect(res.RequeueAfter).To(Equal(time.Hour), "back when the soak ends")
+	g.Expect(res.RequeueAfter).To(Equal(start.Add(time.Hour).Sub(clock.Now())), "back when the soak ends")
 	g.Expect(envStatus(p, "staging").LastPromotion).To(BeNil())
 
 	// A minute before: still soaking, back in a minute; nothing written.
-	clock.Step(59 * time.Minute)
+	clock.Step(start.Add(59 * time.Minute).Sub(clock.Now()))
 	res, p2 := pass(g)
 	g.Expect(res.RequeueAfter).To(Equal(time.Minute))
 	g.Expect(p2.ResourceVersion).To(Equal(p.ResourceVersion))

@@ -95,3 +95,48 @@ func RetryAfter(retry time.Duration, now time.Time, wakes ...time.Time) time.Dur
 	}
 	return retry
 }
+
+// ExactSoakTimes puts the exact soak times of held, the status this controller last computed
+// for the pipeline, back into status, read from the API server, which stores times to the
+// second: an environment's readySince and soakUntil are held's when held has the same
+// environment at the same revision and its time is the stored one, or within its second.
+// Without that, a soak would end up to a second early (the stored readySince is earlier than
+// the real one) or, rounded up, be requeued up to a second late. A stored time that is not
+// held's (after a restart, on another leader) stands for any moment of its second: the last
+// is taken, so that a soak is never shorter than minSoak. A time with a fraction of a second
+// was not read from the API server, and is kept. It is pure.
+func ExactSoakTimes(status, held *v1alpha1.PipelineStatus) {
+	heldEnvs := map[string]*v1alpha1.EnvironmentStatus{}
+	if held != nil {
+		for i := range held.Environments {
+			heldEnvs[held.Environments[i].Name] = &held.Environments[i]
+		}
+	}
+	for i := range status.Environments {
+		e := &status.Environments[i]
+		h := heldEnvs[e.Name]
+		if h != nil && h.Revision != e.Revision {
+			h = nil
+		}
+		var hSince, hUntil *metav1.Time
+		if h != nil {
+			hSince, hUntil = h.ReadySince, h.SoakUntil
+		}
+		e.ReadySince = exactTime(e.ReadySince, hSince)
+		e.SoakUntil = exactTime(e.SoakUntil, hUntil)
+	}
+}
+
+// exactTime is ExactSoakTimes's rule for one stored time and the held one (nil: none).
+func exactTime(stored, held *metav1.Time) *metav1.Time {
+	switch {
+	case stored == nil:
+		return nil
+	case held != nil && (held.Equal(stored) || held.Truncate(time.Second).Equal(stored.Time)):
+		return held.DeepCopy()
+	case stored.Nanosecond() != 0:
+		return stored
+	}
+	last := metav1.NewTime(stored.Add(time.Second - time.Nanosecond))
+	return &last
+}

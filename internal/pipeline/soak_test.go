@@ -167,3 +167,76 @@ func TestPlanSoak(t *testing.T) {
 		})
 	}
 }
+
+// ExactSoakTimes: the API server keeps times to the second; the controller's exact readySince
+// and soakUntil are put back where they are the same soak's, and a stored time that is not
+// its own counts from the end of its second, so that no soak ends early.
+func TestExactSoakTimes(t *testing.T) {
+	const last = time.Second - time.Nanosecond
+	exact := t0.Add(700 * time.Millisecond)
+	env := func(name, rev string, since, until *metav1.Time) v1alpha1.EnvironmentStatus {
+		return v1alpha1.EnvironmentStatus{Name: name, Revision: rev, Ready: true, ReadySince: since, SoakUntil: until}
+	}
+	tests := []struct {
+		name         string
+		stored, held []v1alpha1.EnvironmentStatus
+		want         []v1alpha1.EnvironmentStatus
+	}{
+		{name: "held: its exact times, which the stored ones are the seconds of",
+			stored: []v1alpha1.EnvironmentStatus{env("dev", "2", mt(t0), mt(t0.Add(10*time.Second)))},
+			held:   []v1alpha1.EnvironmentStatus{env("dev", "2", mt(exact), mt(exact.Add(10*time.Second)))},
+			want:   []v1alpha1.EnvironmentStatus{env("dev", "2", mt(exact), mt(exact.Add(10*time.Second)))}},
+		{name: "held and read back exact (the controller's own write, the cache behind): kept",
+			stored: []v1alpha1.EnvironmentStatus{env("dev", "2", mt(exact), nil)},
+			held:   []v1alpha1.EnvironmentStatus{env("dev", "2", mt(exact), nil)},
+			want:   []v1alpha1.EnvironmentStatus{env("dev", "2", mt(exact), nil)}},
+		{name: "nothing held (a restart): the end of the stored second",
+			stored: []v1alpha1.EnvironmentStatus{env("dev", "2", mt(t0), mt(t0.Add(10*time.Second)))},
+			want:   []v1alpha1.EnvironmentStatus{env("dev", "2", mt(t0.Add(last)), mt(t0.Add(10*time.Second+last)))}},
+		{name: "held at another revision: not the same soak",
+			stored: []v1alpha1.EnvironmentStatus{env("dev", "3", mt(t0), nil)},
+			held:   []v1alpha1.EnvironmentStatus{env("dev", "2", mt(exact), nil)},
+			want:   []v1alpha1.EnvironmentStatus{env("dev", "3", mt(t0.Add(last)), nil)}},
+		{name: "held in another second: not the same soak",
+			stored: []v1alpha1.EnvironmentStatus{env("dev", "2", mt(t0.Add(time.Second)), nil)},
+			held:   []v1alpha1.EnvironmentStatus{env("dev", "2", mt(exact), nil)},
+			want:   []v1alpha1.EnvironmentStatus{env("dev", "2", mt(t0.Add(time.Second+last)), nil)}},
+		{name: "another environment's held times are not this one's",
+			stored: []v1alpha1.EnvironmentStatus{env("dev", "2", mt(t0), nil), env("staging", "2", nil, nil)},
+			held:   []v1alpha1.EnvironmentStatus{env("staging", "2", mt(exact), nil)},
+			want:   []v1alpha1.EnvironmentStatus{env("dev", "2", mt(t0.Add(last)), nil), env("staging", "2", nil, nil)}},
+		{name: "no soak stored: none put in",
+			stored: []v1alpha1.EnvironmentStatus{env("dev", "2", nil, nil)},
+			held:   []v1alpha1.EnvironmentStatus{env("dev", "2", mt(exact), nil)},
+			want:   []v1alpha1.EnvironmentStatus{env("dev", "2", nil, nil)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status := &v1alpha1.PipelineStatus{Environments: tt.stored}
+			var held *v1alpha1.PipelineStatus
+			if tt.held != nil {
+				held = &v1alpha1.PipelineStatus{Environments: tt.held}
+			}
+			ExactSoakTimes(status, held)
+			if diff := cmp.Diff(tt.want, status.Environments); diff != "" {
+				t.Errorf("environments (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A soak read back after a restart, from a readySince stored to the second, never ends before
+// minSoak has passed since the real moment, which the stored second holds.
+func TestSoakFromStoredSecondNeverEarly(t *testing.T) {
+	for _, frac := range []time.Duration{0, time.Millisecond, 500 * time.Millisecond, time.Second - time.Nanosecond} {
+		readyAt := t0.Add(frac)
+		status := &v1alpha1.PipelineStatus{Environments: []v1alpha1.EnvironmentStatus{{Name: "dev", Revision: "2", Ready: true, ReadySince: mt(readyAt.Truncate(time.Second))}}}
+		ExactSoakTimes(status, nil)
+		s := v1alpha1.EnvironmentStatus{Name: "dev", Revision: "2", Ready: true}
+		now := readyAt.Add(time.Hour - time.Nanosecond)
+		SetSoak(&s, &status.Environments[0], true, time.Hour, now)
+		if Soaked(s) {
+			t.Errorf("ready at %s: soaked at %s, before an hour passed", readyAt, now)
+		}
+	}
+}

@@ -102,21 +102,25 @@ func (r *pendingRecords) forget(key types.NamespacedName) {
 }
 
 // ObservationDelay is how long a status change that only says what the targets were observed
-// at (a rollout starting, a target no longer ready) waits before it is written: the changes
-// that follow within it (the rollout finishing, the other targets) share one write, which
-// leaves the API server to the writes that promote. Promotions, approvals and conditions are
-// written at once.
+// at (a rollout starting, a target no longer ready, a soak starting or ending) waits before it
+// is written: the changes that follow within it (the rollout finishing, the other targets, the
+// soak that starts when it finished) share one write, which leaves the API server to the
+// writes that promote. Promotions, approvals and conditions are written at once. A soak held
+// back is not lost meanwhile: the next reconcile starts from the status held (heldStatuses).
 const ObservationDelay = time.Second
 
 // ObservationsOnly reports whether a pipeline's status moved from before to after only in what
 // its targets were observed at: their revisions, readiness and messages, and the
-// environments' revision and readiness that follow from them. It is pure.
+// environments' revision, readiness and soak (readySince, soakUntil) that follow from them and
+// the clock. What a soak's end lets happen (a promotion, waiting for an approval) is not an
+// observation. It is pure.
 func ObservationsOnly(before, after *v1alpha1.PipelineStatus) bool {
 	strip := func(s *v1alpha1.PipelineStatus) *v1alpha1.PipelineStatus {
 		s = s.DeepCopy()
 		for i := range s.Environments {
 			e := &s.Environments[i]
 			e.Revision, e.Ready = "", false
+			e.ReadySince, e.SoakUntil = nil, nil
 			for j := range e.Targets {
 				t := &e.Targets[j]
 				t.Revision, t.Ready, t.Message = "", false, ""
@@ -131,4 +135,60 @@ func ObservationsOnly(before, after *v1alpha1.PipelineStatus) bool {
 // at first waits at now before it is written (zero: now).
 func ObservationWait(first, now time.Time) time.Duration {
 	return max(0, first.Add(ObservationDelay).Sub(now))
+}
+
+// heldStatus is the last status a reconcile of a pipeline computed, with its times exact (the
+// API server stores them to the second): written, or held back (an observation-only change
+// waiting for ObservationDelay).
+type heldStatus struct {
+	// Version is the resourceVersion status is of: the one its write made, or, held back, the
+	// one it was computed from.
+	Version string
+	Status  *v1alpha1.PipelineStatus
+	// Deferred: not written yet.
+	Deferred bool
+}
+
+// StartFrom is where a reconcile of a pipeline read at resourceVersion version with status
+// cached starts (start) and what its status write is compared with (before), given what this
+// controller last computed for it (held; zero when nothing). Both are the cached status with
+// held's exact soak times (ExactSoakTimes); start is the status held back instead when it was
+// computed from this very version: its observations and the soak it started are not lost
+// while they wait to be written, and the soak does not start again at every reconcile. A
+// held status of another version is older than what was read (another writer, another
+// leader): only its exact times, where they are the same soak's, are kept. It is pure.
+func StartFrom(cached *v1alpha1.PipelineStatus, version string, held heldStatus) (start, before *v1alpha1.PipelineStatus) {
+	before = cached.DeepCopy()
+	ExactSoakTimes(before, held.Status)
+	if held.Deferred && held.Status != nil && held.Version == version {
+		return held.Status.DeepCopy(), before
+	}
+	return before.DeepCopy(), before
+}
+
+// heldStatuses are the held statuses of the pipelines, by key.
+type heldStatuses struct {
+	mu sync.Mutex
+	m  map[types.NamespacedName]heldStatus
+}
+
+func (h *heldStatuses) get(key types.NamespacedName) heldStatus {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.m[key]
+}
+
+func (h *heldStatuses) hold(key types.NamespacedName, s heldStatus) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.m == nil {
+		h.m = map[types.NamespacedName]heldStatus{}
+	}
+	h.m[key] = s
+}
+
+func (h *heldStatuses) forget(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.m, key)
 }
