@@ -208,7 +208,9 @@ func TestDecide(t *testing.T) {
 }
 
 func TestSigstoreSignedCondition(t *testing.T) {
-	st := func(predicateType string) attestation.Statement { return attestation.Statement{PredicateType: predicateType} }
+	st := func(predicateType string) attestation.Statement {
+		return attestation.Statement{PredicateType: predicateType}
+	}
 	for _, tc := range []struct {
 		name       string
 		statements []attestation.Statement
