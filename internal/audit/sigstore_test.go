@@ -218,3 +218,41 @@ func TestSigstoreRegistryOutage(t *testing.T) {
 	g.Eventually(condition(g, p, v1alpha1.ConditionPayloadSigstoreSigned), waitTimeout).Should(withReason(v1alpha1.ReasonSigned))
 	g.Expect(attached(g, p, signer)).To(Equal(onceEach))
 }
+
+// TestSigstorePlatformPayloadSignsEveryImage: with both formats configured, as make run has
+// them, a payload built for two platforms gets its OpenPGP signatures and, in the registry, a
+// Sigstore signature of its index and of each platform's image, and its attestations.
+func TestSigstorePlatformPayloadSignsEveryImage(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	key := newKey(t, ns, "signing-key")
+	signer, secret := newCosignKey(t, ns, "cosign-key")
+	p := platformPayload(t, ns)
+	startAudit(t, ns, &audit.Reconciler{Options: audit.Options{Store: openStore(t, t.TempDir()), KeySecret: key.secret, SigstoreKeySecret: secret}})
+	g.Eventually(condition(g, p, v1alpha1.ConditionPayloadSigstoreSigned), waitTimeout).Should(withReason(v1alpha1.ReasonSigned))
+	g.Eventually(condition(g, p, v1alpha1.ConditionPayloadSigned), waitTimeout).Should(withReason(v1alpha1.ReasonSigned))
+	g.Expect(condition(g, p, v1alpha1.ConditionPayloadSigstoreSigned)().Message).To(
+		Equal("signed by " + signer.KeyID() + ": signature and 2 attestations (slsaprovenance1, verification-summary)"))
+
+	g.Expect(p.Status.PlatformImages).To(HaveLen(2))
+	for _, im := range append([]string{p.Status.PayloadImage}, p.Status.PlatformImages[0].Image, p.Status.PlatformImages[1].Image) {
+		d, err := name.NewDigest(im)
+		g.Expect(err).NotTo(HaveOccurred())
+		sigs, err := cosign.VerifySignatures(context.Background(), d, signer.PublicKey())
+		g.Expect(err).NotTo(HaveOccurred(), im)
+		where := map[string]int{}
+		for _, s := range sigs {
+			g.Expect(s.Identity).To(Equal(p.Spec.PayloadCreationConfig.Repository + ":" + p.Name))
+			g.Expect(s.Digest).To(Equal(d.DigestStr()))
+			where[s.Where]++
+		}
+		g.Expect(where).To(Equal(map[string]int{cosign.FoundInTag: 1, cosign.FoundInReferrer: 1}), im)
+	}
+	image, err := name.NewDigest(p.Status.PayloadImage)
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, typ := range []string{attestation.PredicateSLSAProvenance, attestation.PredicateVerificationSummary} {
+		atts, err := cosign.VerifyAttestations(context.Background(), image, signer.PublicKey(), typ)
+		g.Expect(err).NotTo(HaveOccurred(), typ)
+		g.Expect(atts).To(HaveLen(2), typ) // the .att tag and a referrer
+	}
+}
