@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/release-controller/release-controller/internal/attestation"
+	"github.com/release-controller/release-controller/internal/signing/cosign"
 	"github.com/release-controller/release-controller/internal/signing/cosign/cosigntest"
 	"github.com/release-controller/release-controller/internal/testbinary"
 	"github.com/release-controller/release-controller/internal/testbrowser"
@@ -53,8 +54,10 @@ func checkSigstore(t *testing.T, ctx context.Context, dev *testbinary.Process, b
 	if err != nil {
 		t.Fatalf("the cosign verify command dev printed failed: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), `"docker-manifest-digest":"`+digest+`"`) {
-		t.Errorf("cosign verify did not verify %s:\n%s", digest, out)
+	// cosign v3 lists every bundle among the referrers it verified, the attestations' too: one
+	// of them must be the signature itself, of this digest.
+	if !signedBy(t, out, digest) {
+		t.Errorf("cosign verify found no signature (type %s) of %s:\n%s", cosign.SignPredicateType, digest, out)
 	}
 
 	// Each attestation, by cosign's name of its type or by the URI.
@@ -126,6 +129,33 @@ func cosignCommands(t *testing.T, dev *testbinary.Process) (verify, verifyAttest
 		t.Fatalf("dev printed no cosign commands: verify %q, verify-attestation %q", verify, verifyAttestation)
 	}
 	return verify, verifyAttestation
+}
+
+// signedBy says whether cosign verify's output lists a signature (not an attestation) of digest.
+func signedBy(t *testing.T, out []byte, digest string) bool {
+	t.Helper()
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "[") {
+			continue
+		}
+		var verified []struct {
+			Critical struct {
+				Image struct {
+					Digest string `json:"docker-manifest-digest"`
+				} `json:"image"`
+				Type string `json:"type"`
+			} `json:"critical"`
+		}
+		if err := json.Unmarshal([]byte(line), &verified); err != nil {
+			t.Fatalf("cosign verify printed a list that is not its JSON: %v\n%s", err, line)
+		}
+		for _, v := range verified {
+			if v.Critical.Type == cosign.SignPredicateType && v.Critical.Image.Digest == digest {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // statement is what the test reads of an in-toto statement.
