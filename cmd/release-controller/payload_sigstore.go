@@ -2,10 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto"
-	"crypto/sha256"
-	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -151,17 +147,6 @@ func resolveImage(ctx context.Context, reg *registryclient.Client, pullSpec, pla
 	return name.NewDigest(resolved)
 }
 
-// publicKeyID is the id of pub as Signer.KeyID gives it: "sha256:<hex>" of the DER public
-// key, so the lines printed match the ids the pages show.
-func publicKeyID(pub crypto.PublicKey) (string, error) {
-	der, err := x509.MarshalPKIXPublicKey(pub)
-	if err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(der)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
-}
-
 // verifySigstore verifies the Sigstore signatures (--format sigstore) or attestations
 // (--format attestation) of image with the PEM public key pemKey and prints a line for each
 // one verified (one of each signature or attestation where it was found: the tag and the
@@ -171,7 +156,7 @@ func verifySigstore(ctx context.Context, out io.Writer, plan verifyPlan, image n
 	if err != nil {
 		return fmt.Errorf("--key %s: %w", keyRef, err)
 	}
-	keyID, err := publicKeyID(pub)
+	keyID, err := cosign.PublicKeyID(pub)
 	if err != nil {
 		return fmt.Errorf("--key %s: %w", keyRef, err)
 	}

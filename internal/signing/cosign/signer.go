@@ -132,7 +132,21 @@ func newSigner(sv signature.SignerVerifier, pub crypto.PublicKey, details signat
 // KeyID is "sha256:<hex>" of the DER public key (stable, shown on pages, and the public-key hint
 // of the bundles this key signs).
 func (s *Signer) KeyID() string {
-	sum := sha256.Sum256(s.der)
+	return keyIDOfDER(s.der)
+}
+
+// PublicKeyID is the id Signer.KeyID gives the signer of pub, so that what verifies a
+// signature names its key as the pages do.
+func PublicKeyID(pub crypto.PublicKey) (string, error) {
+	der, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		return "", err
+	}
+	return keyIDOfDER(der), nil
+}
+
+func keyIDOfDER(der []byte) string {
+	sum := sha256.Sum256(der)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
