@@ -61,7 +61,7 @@ func shop() *v1alpha1.Pipeline {
 						Time: ago(44 * time.Minute)}},
 				{Name: "staging", Revision: "1.0.3", Ready: true, ReadySince: ptr(ago(22 * time.Minute)),
 					SoakUntil: ptr(metav1.NewTime(now.Add(38 * time.Minute))),
-					Targets: []v1alpha1.TargetStatus{{Namespace: "shop-staging", Revision: "1.0.3", Ready: true}}},
+					Targets:   []v1alpha1.TargetStatus{{Namespace: "shop-staging", Revision: "1.0.3", Ready: true}}},
 				{Name: "prod", Revision: "1.0.2", Ready: true,
 					Frozen:          &v1alpha1.FreezeRecord{Freeze: "apps/holidays", Reason: "holidays", Until: &frozenUntil},
 					WaitingApproval: &v1alpha1.WaitingApproval{Revision: "1.0.3", Since: ago(10 * time.Minute)},
