@@ -396,12 +396,12 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.Pipeline, befo
 	if equality.Semantic.DeepEqual(before, status) {
 		r.deferred.Close(key)
 		r.held.hold(key, heldStatus{Version: p.ResourceVersion, Status: status})
-		return ctrl.Result{RequeueAfter: ps.retry}, nil
+		return ctrl.Result{RequeueAfter: RequeueFrom(ps.retry, now, r.Clock.Now())}, nil
 	}
 	if !ps.promoted && ObservationsOnly(before, status) {
 		if wait := ObservationWait(r.deferred.Open(key).First, now); wait > 0 {
 			r.held.hold(key, heldStatus{Version: p.ResourceVersion, Status: status, Deferred: true})
-			return ctrl.Result{RequeueAfter: wait}, nil
+			return ctrl.Result{RequeueAfter: RequeueFrom(wait, now, r.Clock.Now())}, nil
 		}
 	}
 	u, err := statusApplyObject(p, status)
@@ -426,7 +426,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, p *v1alpha1.Pipeline, befo
 		r.report.Warningf(ctx, p, nil, v1alpha1.EventTargetForbidden, "Observe", "%s", msg)
 	}
 	r.reportVerifications(ctx, p, before, status)
-	return ctrl.Result{RequeueAfter: ps.retry}, nil
+	return ctrl.Result{RequeueAfter: RequeueFrom(ps.retry, now, r.Clock.Now())}, nil
 }
 
 // observation is what a reconcile read of a pipeline's world: each target's app (objects, nil

@@ -140,3 +140,16 @@ func exactTime(stored, held *metav1.Time) *metav1.Time {
 	last := metav1.NewTime(stored.Add(time.Second - time.Nanosecond))
 	return &last
 }
+
+// RequeueFrom is how long after end, when a reconcile that started at start returns, to come
+// back for a wait of d it computed at start (a soak's end, a freeze's, an observation's
+// write): d less the reconcile's own time, a millisecond at least; zero (never) for zero.
+// Counted from the return instead, the requeue came as late as the reconcile was long: its
+// status write, under load, up to 0.7 s after the soak's end in
+// BenchmarkShippedPipelinesWithPolicies. It is pure.
+func RequeueFrom(d time.Duration, start, end time.Time) time.Duration {
+	if d <= 0 {
+		return 0
+	}
+	return max(d-end.Sub(start), time.Millisecond)
+}

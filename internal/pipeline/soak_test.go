@@ -240,3 +240,20 @@ func TestSoakFromStoredSecondNeverEarly(t *testing.T) {
 		}
 	}
 }
+
+func TestRequeueFrom(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		d, took time.Duration
+		want    time.Duration
+	}{
+		{"nothing to come back for", 0, time.Second, 0},
+		{"a quick reconcile: the wait as computed", 10 * time.Second, 0, 10 * time.Second},
+		{"a slow status write: the wait less its time", 10 * time.Second, 700 * time.Millisecond, 9300 * time.Millisecond},
+		{"the moment passed during the reconcile: at once", time.Second, 2 * time.Second, time.Millisecond},
+	} {
+		if got := RequeueFrom(tt.d, t0, t0.Add(tt.took)); got != tt.want {
+			t.Errorf("%s: RequeueFrom = %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
