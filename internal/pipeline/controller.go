@@ -331,8 +331,7 @@ func (r *Reconciler) reconcile(ctx context.Context, p *v1alpha1.Pipeline, ps *pa
 	verifyRetry, verifyErr := r.verifyEnvironments(ctx, p, obs, tenant, now)
 
 	envs, actions := Plan(p, obs.targets, obs.source, now)
-	actions = VerificationActions(p, envs, actions)
-	actions = HoldFrozen(envs, actions, frozen)
+	actions = GateActions(p, envs, actions, frozen)
 	ps.envs, ps.promoted = envs, len(actions) > 0
 	for _, a := range actions {
 		strategy, patched, err := r.promote(ctx, p, app, a, views, obs.objects[a.Env], now)

@@ -112,6 +112,15 @@ func HoldFrozen(envs []v1alpha1.EnvironmentStatus, actions []Action, frozen []*v
 	return slices.DeleteFunc(actions, func(a Action) bool { return envs[a.Env].Frozen != nil })
 }
 
+// GateActions applies the freezes and the verifications' outcome to the planned actions:
+// promotions into frozen environments are dropped first, then the rollbacks due are added. A
+// rollback goes through a freeze: it returns the environment to the revision that last passed
+// there, the state the freeze protects, and holding it would keep a revision known to fail
+// running for the whole freeze. spec.suspend stops rollbacks too. It is pure.
+func GateActions(p *v1alpha1.Pipeline, envs []v1alpha1.EnvironmentStatus, actions []Action, frozen []*v1alpha1.FreezeRecord) []Action {
+	return VerificationActions(p, envs, HoldFrozen(envs, actions, frozen))
+}
+
 // SetFrozenCondition sets the pipeline's Frozen condition from envs: True naming each frozen
 // environment, the freeze, its reason and until when; absent when none is frozen. It is pure
 // but for the condition's transition time (now).

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	batchv1 "k8s.io/api/batch/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -337,6 +338,43 @@ func TestRollbacksAndHolds(t *testing.T) {
 				t.Errorf("held: %s", hold.Message())
 			case tt.held != "" && (hold == nil || hold.Env != strings.TrimSuffix(tt.held, "!") || hold.NoTarget != strings.HasSuffix(tt.held, "!")):
 				t.Errorf("hold %+v, want %s", hold, tt.held)
+			}
+		})
+	}
+}
+
+// A rollback goes through a freeze, and a promotion due into the frozen environment neither
+// happens nor stops the rollback.
+func TestGateActionsRollBackThroughAFreeze(t *testing.T) {
+	failedAt := metav1.NewTime(t0)
+	p := &v1alpha1.Pipeline{Spec: v1alpha1.PipelineSpec{Environments: []v1alpha1.Environment{verifiedEnv("rollback", check("smoke", 0))}}}
+	s := readyAt("2", true)
+	s.LastVerified = "1"
+	s.Verification = &v1alpha1.EnvironmentVerificationStatus{Revision: "2", State: v1alpha1.JobFailure, CompletionTime: &failedAt,
+		Verifications: []v1alpha1.VerificationStatus{{Name: "smoke", Type: v1alpha1.Blocking, State: v1alpha1.JobFailure}}}
+	frozen := []*v1alpha1.FreezeRecord{{Freeze: "holidays", Reason: "holidays"}}
+	tests := []struct {
+		name    string
+		planned []Action
+		suspend bool
+		want    []Action
+	}{
+		{name: "rollback into a frozen environment", want: []Action{{Env: 0, Revision: "1", RollbackFrom: "2", Failed: "smoke"}}},
+		{name: "the promotion due is dropped, the rollback made", planned: []Action{{Env: 0, Revision: "3"}},
+			want: []Action{{Env: 0, Revision: "1", RollbackFrom: "2", Failed: "smoke"}}},
+		{name: "suspended: nothing", suspend: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := p.DeepCopy()
+			p.Spec.Suspend = tt.suspend
+			envs := []v1alpha1.EnvironmentStatus{*s.DeepCopy()}
+			got := GateActions(p, envs, tt.planned, frozen)
+			if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("actions (-want +got):\n%s", diff)
+			}
+			if envs[0].Frozen == nil {
+				t.Error("the environment's frozen record was not set")
 			}
 		})
 	}
