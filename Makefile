@@ -264,7 +264,7 @@ faults: control-plane ## Break the parts around the shipped controller (API serv
 	FAULTS_STREAMS=$(FAULTS_STREAMS) FAULTS_JOBS=$(FAULTS_JOBS) FAULTS_KILLS=$(FAULTS_KILLS) FAULTS_KILL_PAYLOADS=$(FAULTS_KILL_PAYLOADS) FAULTS_REGISTRY_DOWN=$(FAULTS_REGISTRY_DOWN) $(GO) test -count=1 -v -timeout 120m -tags $(TEST_TAGS) -run '^TestFault' ./test/scale/ ./test/soak/ | tee $(BIN)/faults.log | grep -E '^(=== RUN|--- |FAULT|PASS|FAIL|ok)|_test.go:'
 	@echo "==> the whole output is in $(BIN)/faults.log"
 
-bench: build control-plane ## Run the benchmarks on bin/release-controller as shipped: payload acceptance, payload build, release pages and REST reads; release log reads; stream health; the update service's /graph.
+bench: build control-plane ## Run the benchmarks on bin/release-controller as shipped: payload acceptance, payload build, release pages and REST reads; release log reads; stream health; the update service's /graph; Sigstore signing.
 	@echo "==> bin/release-controller controller --kubeconfig with 1,000 payloads x 10 jobs in flight on a local API server (BENCH_LARGE=1: 10,000); bin/release-controller payload build of 1,000 components; bin/release-controller api serving 10,000 payloads; bin/release-controller controller with 100 pipelines x 3 environments x 2 targets over 3 API servers, without and with promotion policies (a soak on every environment, freezes, prod approved by two approvers through bin/release-controller api)"
 	RELEASE_CONTROLLER_BINARY=$(BIN)/release-controller $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 90m ./test/bench/
 	@echo "==> payload build of 200 components against the embedded registry (in-process)"
@@ -277,6 +277,8 @@ bench: build control-plane ## Run the benchmarks on bin/release-controller as sh
 	@echo "==> /graph, the update service, of 10,000 payloads with 1,000 risks and 20 declared channels: from the cache (p99 under 50 ms), and computed again after a risk is declared (well under 2 s)"
 	$(GO) test -tags $(TEST_TAGS) -run '^$$' -bench BenchmarkGraphUpdateService -benchtime 2000x ./internal/server/osrc/
 	$(GO) test -tags $(TEST_TAGS) -run '^$$' -bench BenchmarkGraphRebuild -benchtime 20x ./internal/server/osrc/
+	@echo "==> Sigstore: one payload's signature and six attestations attached, then checked again as after a restart, on a registry with the referrers API and on one with the referrers tag"
+	$(GO) test -tags $(TEST_TAGS) -run '^$$' -bench BenchmarkSignPayload -benchtime 20x ./internal/signing/cosign/
 
 .PHONY: control-plane
 control-plane: $(CONTROL_PLANE)/kubectl ## Get kube-apiserver, etcd and kubectl (once): prebuilt where reachable, else built from Go modules.

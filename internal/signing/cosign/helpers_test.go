@@ -28,7 +28,7 @@ type testRegistry struct {
 
 // registries starts go-containerregistry's registry with the referrers API and the embedded
 // distribution registry (internal/devenv/registry), which has none.
-func registries(t *testing.T) []testRegistry {
+func registries(t testing.TB) []testRegistry {
 	t.Helper()
 	withAPI := httptest.NewServer(ggcrregistry.New(
 		ggcrregistry.WithReferrersSupport(true),
@@ -46,7 +46,7 @@ func registries(t *testing.T) []testRegistry {
 	}
 }
 
-func testSigner(t *testing.T) *Signer {
+func testSigner(t testing.TB) *Signer {
 	t.Helper()
 	priv, err := GenerateKey()
 	if err != nil {
@@ -68,7 +68,7 @@ const (
 )
 
 // statement is a small in-toto statement of predicateType about image, with predicate.
-func statement(t *testing.T, image name.Digest, predicateType string, predicate map[string]any) []byte {
+func statement(t testing.TB, image name.Digest, predicateType string, predicate map[string]any) []byte {
 	t.Helper()
 	p, err := structpb.NewStruct(predicate)
 	if err != nil {
@@ -89,7 +89,7 @@ func statement(t *testing.T, image name.Digest, predicateType string, predicate 
 }
 
 // statements are one of each predicate the controller attests, about image.
-func statements(t *testing.T, image name.Digest) map[string][]byte {
+func statements(t testing.TB, image name.Digest) map[string][]byte {
 	t.Helper()
 	return map[string][]byte{
 		predicateSLSAProvenance: statement(t, image, predicateSLSAProvenance, map[string]any{
