@@ -256,3 +256,39 @@ func TestSigstorePlatformPayloadSignsEveryImage(t *testing.T) {
 		g.Expect(atts).To(HaveLen(2), typ) // the .att tag and a referrer
 	}
 }
+
+// TestSigstoreAttestsALateInformingResult: an informing verification still running when the
+// payload is signed gets its test result attested once it finishes, beside the others, which
+// are not written again.
+func TestSigstoreAttestsALateInformingResult(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.Namespace(t)
+	signer, secret := newCosignKey(t, ns, "cosign-key")
+	p := verifiedPayload(t, ns)
+	var running v1alpha1.ReleasePayload
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), &running)).To(Succeed())
+	running.Status.Verifications = append(running.Status.Verifications, v1alpha1.VerificationStatus{
+		Name: "conformance", Type: v1alpha1.Informing, State: v1alpha1.JobPending})
+	g.Expect(env.Client.Status().Update(context.Background(), &running)).To(Succeed())
+
+	startAudit(t, ns, &audit.Reconciler{Options: audit.Options{SigstoreKeySecret: secret}})
+	g.Eventually(condition(g, p, v1alpha1.ConditionPayloadSigstoreSigned), waitTimeout).Should(withReason(v1alpha1.ReasonSigned))
+	g.Expect(attached(g, p, signer)).To(Equal(onceEach))
+
+	var done v1alpha1.ReleasePayload
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(p), &done)).To(Succeed())
+	for i := range done.Status.Verifications {
+		if done.Status.Verifications[i].Name == "conformance" {
+			done.Status.Verifications[i].State = v1alpha1.JobFailure
+		}
+	}
+	g.Expect(env.Client.Status().Update(context.Background(), &done)).To(Succeed())
+	want := "signed by " + signer.KeyID() + ": signature and 5 attestations (slsaprovenance1, test-result ×3, verification-summary)"
+	g.Eventually(func() string { return condition(g, p, v1alpha1.ConditionPayloadSigstoreSigned)().Message }, waitTimeout).Should(Equal(want))
+	g.Expect(attached(g, p, signer)).To(Equal(map[string]map[string]int{
+		"signature":                              {cosign.FoundInTag: 1, cosign.FoundInReferrer: 1},
+		attestation.PredicateSLSAProvenance:      {cosign.FoundInTag: 1, cosign.FoundInReferrer: 1},
+		attestation.PredicateTestResult:          {cosign.FoundInTag: 3, cosign.FoundInReferrer: 3},
+		attestation.PredicateVerificationSummary: {cosign.FoundInTag: 1, cosign.FoundInReferrer: 1},
+	}))
+}

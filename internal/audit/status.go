@@ -73,8 +73,20 @@ func Decide(p *v1alpha1.ReleasePayload, signers Signers) Step {
 	case signed == nil || signed.Reason != v1alpha1.ReasonNoSigningKey:
 		step.NoKey = true
 	}
-	step.SigstoreSign = signers.Sigstore && (sigstore == nil || sigstore.Status != metav1.ConditionTrue)
+	step.SigstoreSign = signers.Sigstore && (sigstore == nil || sigstore.Status != metav1.ConditionTrue || attestationsBehind(p, sigstore))
 	return step
+}
+
+// attestationsBehind reports whether the payload now has statements that signed, its True
+// PayloadSigstoreSigned, does not count: a verification (an informing one) that finished
+// after the payload was signed has a test result to attach. The attestations attached are
+// found again, not written twice.
+func attestationsBehind(p *v1alpha1.ReleasePayload, signed *metav1.Condition) bool {
+	statements, err := attestation.Statements(p, nil, BuilderID())
+	if err != nil {
+		return false // the signing step says why, when it runs
+	}
+	return !strings.HasSuffix(signed.Message, ": "+attachedSummary(statements))
 }
 
 // notRecordedAuditFailed reports whether signed, a signature's condition of a payload whose
@@ -137,6 +149,13 @@ func StoreErrorCondition(err error) metav1.Condition {
 // verification-summary)", the attestations by the type names cosign's --type takes where it has
 // one, in the order attested.
 func SigstoreSignedCondition(keyID string, statements []attestation.Statement) metav1.Condition {
+	return metav1.Condition{Type: v1alpha1.ConditionPayloadSigstoreSigned, Status: metav1.ConditionTrue,
+		Reason: v1alpha1.ReasonSigned, Message: "signed by " + keyID + ": " + attachedSummary(statements)}
+}
+
+// attachedSummary says what statements attach: "signature and 6 attestations
+// (slsaprovenance1, test-result ×4, verification-summary)".
+func attachedSummary(statements []attestation.Statement) string {
 	var names []string
 	counts := map[string]int{}
 	for _, s := range statements {
@@ -158,8 +177,7 @@ func SigstoreSignedCondition(keyID string, statements []attestation.Statement) m
 	if len(names) > 0 {
 		attestations += " (" + strings.Join(names, ", ") + ")"
 	}
-	return metav1.Condition{Type: v1alpha1.ConditionPayloadSigstoreSigned, Status: metav1.ConditionTrue,
-		Reason: v1alpha1.ReasonSigned, Message: "signed by " + keyID + ": signature and " + attestations}
+	return "signature and " + attestations
 }
 
 // predicateName is a short name of a predicate type: cosign's --type name of the SLSA

@@ -154,7 +154,23 @@ func TestDecide(t *testing.T) {
 	noKey := cond(v1alpha1.ConditionPayloadSigned, metav1.ConditionFalse, v1alpha1.ReasonNoSigningKey)
 	storeError := cond(v1alpha1.ConditionPayloadSigned, metav1.ConditionFalse, v1alpha1.ReasonSignatureStoreError)
 	notSigned := cond(v1alpha1.ConditionPayloadSigned, metav1.ConditionFalse, v1alpha1.ReasonNotSignedAuditFailed)
-	sigstoreSigned := cond(v1alpha1.ConditionPayloadSigstoreSigned, metav1.ConditionTrue, v1alpha1.ReasonSigned)
+	// sigstoreSigned is True with the message of what the payload of withConditions attests.
+	statements, err := attestation.Statements(withConditions(accepted), nil, BuilderID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sigstoreSigned := SigstoreSignedCondition("sha256:ab", statements)
+	// informingDone is p with an informing verification that finished after sigstoreSigned.
+	informingDone := func(p *v1alpha1.ReleasePayload) *v1alpha1.ReleasePayload {
+		p.Status.Verifications = append(p.Status.Verifications, v1alpha1.VerificationStatus{
+			Name: "conformance", Type: v1alpha1.Informing, State: v1alpha1.JobSuccess})
+		return p
+	}
+	informingRunning := func(p *v1alpha1.ReleasePayload) *v1alpha1.ReleasePayload {
+		p.Status.Verifications = append(p.Status.Verifications, v1alpha1.VerificationStatus{
+			Name: "conformance", Type: v1alpha1.Informing, State: v1alpha1.JobPending})
+		return p
+	}
 	sigstoreRegistry := cond(v1alpha1.ConditionPayloadSigstoreSigned, metav1.ConditionFalse, v1alpha1.ReasonRegistryError)
 	sigstoreNoKey := cond(v1alpha1.ConditionPayloadSigstoreSigned, metav1.ConditionFalse, v1alpha1.ReasonNoSigningKey)
 	sigstoreNotSigned := cond(v1alpha1.ConditionPayloadSigstoreSigned, metav1.ConditionFalse, v1alpha1.ReasonNotSignedAuditFailed)
@@ -198,6 +214,9 @@ func TestDecide(t *testing.T) {
 		{"sigstore: key unusable, retried", withConditions(accepted, passed, noKey, sigstoreNoKey), sigstore, Step{SigstoreSign: true}},
 		{"sigstore: signed, key gone", withConditions(accepted, passed, noKey, sigstoreSigned), none, Step{}},
 		{"sigstore configured later", withConditions(accepted, passed, noKey), sigstore, Step{SigstoreSign: true}},
+		{"sigstore: signed, an informing verification still running", informingRunning(withConditions(accepted, passed, noKey, sigstoreSigned)), sigstore, Step{}},
+		{"sigstore: signed, an informing verification finished since: its test result", informingDone(withConditions(accepted, passed, noKey, sigstoreSigned)), sigstore, Step{SigstoreSign: true}},
+		{"sigstore: signed, a finished verification, key gone", informingDone(withConditions(accepted, passed, noKey, sigstoreSigned)), none, Step{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Decide(tc.p, tc.signers); got != tc.want {
